@@ -1,0 +1,71 @@
+"""pqueue: typed background jobs on Redis, Postgres or memory, with one contract for all.
+
+The public API is re-exported here; everything else is an implementation detail.
+"""
+
+from pqueue.broker import Broker, Capability, FullBroker, IdempotencyState, Inspector, WorkerInfo
+from pqueue.brokers import connect
+from pqueue.clock import Clock, ManualClock, SystemClock
+from pqueue.errors import (
+    BrokerError,
+    BrokerUnavailable,
+    ConfigError,
+    CorruptJob,
+    InvalidJob,
+    InvalidName,
+    InvalidOption,
+    InvalidPayload,
+    JobNotFound,
+    LeaseLost,
+    PayloadTooLarge,
+    PQueueError,
+    Retry,
+    SchemaError,
+    SkipRetry,
+)
+from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.priority import QueueSelection
+from pqueue.retry import ConstantBackoff, ExponentialBackoff, LinearBackoff, RetryPolicy
+from pqueue.spec import build_spec
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "connect",
+    "Broker",
+    "Inspector",
+    "FullBroker",
+    "Capability",
+    "IdempotencyState",
+    "WorkerInfo",
+    "Job",
+    "JobSpec",
+    "JobStatus",
+    "Lease",
+    "EnqueueResult",
+    "ErrorInfo",
+    "build_spec",
+    "QueueSelection",
+    "RetryPolicy",
+    "ExponentialBackoff",
+    "ConstantBackoff",
+    "LinearBackoff",
+    "Clock",
+    "SystemClock",
+    "ManualClock",
+    "PQueueError",
+    "ConfigError",
+    "InvalidJob",
+    "InvalidPayload",
+    "PayloadTooLarge",
+    "InvalidName",
+    "InvalidOption",
+    "JobNotFound",
+    "LeaseLost",
+    "BrokerError",
+    "BrokerUnavailable",
+    "SchemaError",
+    "CorruptJob",
+    "SkipRetry",
+    "Retry",
+]

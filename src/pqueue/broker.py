@@ -1,0 +1,223 @@
+"""The Broker protocol: the one seam between pqueue and a storage backend.
+
+A broker makes atomic, fenced state changes and decides nothing: retry delays,
+dead-lettering after ``max_retries``, queue weighting and idempotency policy live in
+shared code above it (``pqueue.retry``, ``pqueue.priority``, the worker). The hot path
+(:class:`Broker`) is kept apart from inspection and admin (:class:`Inspector`); a
+backend implements both (:class:`FullBroker`). docs/architecture.md explains each
+rule; ``pqueue.testing.contract`` proves a backend keeps them.
+
+Times are float epoch seconds read from the broker's own clock (server time, or an
+injected :class:`~pqueue.clock.Clock` in tests); durations are float seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+
+
+class Capability(StrEnum):
+    """Declared differences between backends; contract tests require them by name."""
+
+    WAKEUP = "wakeup"
+    """``wait_for_jobs`` returns within milliseconds of an enqueue (push, not polling)."""
+    CROSS_PROCESS = "cross_process"
+    """Other processes (workers started by the CLI) can reach the same jobs by DSN."""
+    TRANSACTIONAL_ENQUEUE = "transactional_enqueue"
+    """Jobs can be enqueued inside the caller's own database transaction."""
+
+
+class IdempotencyState(StrEnum):
+    """Answer of :meth:`Broker.idempotency_begin`."""
+
+    ACQUIRED = "acquired"
+    """The key is now held in flight by the caller: run the job."""
+    IN_FLIGHT = "in_flight"
+    """Another job holds the key and is running: try again later."""
+    DONE = "done"
+    """A job with this key already succeeded within the TTL: do not run again."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What one :meth:`Broker.recover` pass did."""
+
+    recovered: tuple[str, ...] = ()
+    """Jobs whose lease expired, put back to pending (``recoveries`` + 1)."""
+    dead: tuple[str, ...] = ()
+    """Jobs whose lease expired more than ``max_recoveries`` times, now dead."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A worker process as it registers itself for stats and dashboards."""
+
+    id: str
+    host: str
+    pid: int
+    queues: tuple[str, ...]
+    concurrency: int
+    started_at: float
+    last_seen: float = 0.0  # stamped by the broker on every registration
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    """One page of :meth:`Inspector.list_jobs`; pass ``next_offset`` to get the next."""
+
+    jobs: tuple[Job, ...]
+    next_offset: int | None
+
+
+QueueCounts = Mapping[str, Mapping[JobStatus, int]]
+"""Queue name -> status -> number of jobs (every status present, zeros included)."""
+
+
+@runtime_checkable
+class Broker(Protocol):
+    """The hot path: enqueue, claim, and settle jobs. Every call is atomic per job."""
+
+    capabilities: frozenset[Capability]
+
+    async def open(self) -> None:
+        """Connect and check storage; idempotent."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; idempotent."""
+        ...
+
+    async def now(self) -> float:
+        """The broker's current time, the one every deadline is compared with."""
+        ...
+
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """Store jobs in one round trip; ``pending`` if due, else ``scheduled``.
+
+        A spec whose unique key is held, or whose id already exists, is not stored; its
+        result carries the existing job's id with ``created=False``. Order is kept.
+        """
+        ...
+
+    async def claim(
+        self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float
+    ) -> list[Lease]:
+        """Lease up to ``limit`` due jobs, taking from ``queues`` strictly in the given order.
+
+        Within a queue jobs come by run_at, then enqueue order. Each job becomes
+        ``active`` with ``attempt`` + 1, a fresh token and a deadline ``now + lease_for``.
+        Never blocks; returns ``[]`` when nothing is due.
+        """
+        ...
+
+    async def ack(
+        self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
+    ) -> list[bool]:
+        """Complete jobs, storing each one's result (JSON text, or None); False = lease lost."""
+        ...
+
+    async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:
+        """Record ``error``; ``retry`` at now + ``retry_in``, or ``dead`` when None. False = lease lost."""
+        ...
+
+    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
+        """Hand jobs back unrun (graceful drain, busy idempotency key) without burning an attempt."""
+        ...
+
+    async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:
+        """Push each lease's deadline to now + ``lease_for``; False = lease lost."""
+        ...
+
+    async def recover(self, *, limit: int = 1000) -> RecoveryReport:
+        """Return up to ``limit`` active jobs whose lease expired to pending, or dead past
+        ``max_recoveries`` (reason "lease expired N times"). Safe to run everywhere at once."""
+        ...
+
+    async def promote(self, *, limit: int = 1000) -> int:
+        """Mark due scheduled/retry jobs pending; returns how many moved.
+
+        Backends whose claim looks at run_at directly may only relabel here.
+        """
+        ...
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        """Sleep until a job may be claimable in ``queues`` or ``timeout`` passes.
+
+        Returns True when woken by an enqueue. Without :attr:`Capability.WAKEUP` this
+        simply sleeps for ``timeout``.
+        """
+        ...
+
+    async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
+        """Hold ``key`` in flight for ``owner`` (a job id) for ``ttl`` seconds.
+
+        Re-calling as the same owner refreshes the TTL (the worker's heartbeat does).
+        """
+        ...
+
+    async def idempotency_end(self, key: str, owner: str, *, done: bool, ttl: float) -> None:
+        """Mark ``key`` done for ``ttl`` seconds (success) or release it (failure)."""
+        ...
+
+
+@runtime_checkable
+class Inspector(Protocol):
+    """Inspection and admin: used by clients, the CLI, stats and dashboards."""
+
+    async def get_job(self, job_id: str) -> Job:
+        """The job with this id; raises :class:`~pqueue.errors.JobNotFound`."""
+        ...
+
+    async def counts(self) -> QueueCounts:
+        """Jobs per queue and status (completed/cancelled within retention only)."""
+        ...
+
+    async def list_queues(self) -> list[str]:
+        """Every queue that has held a job, sorted by name."""
+        ...
+
+    async def list_jobs(
+        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+    ) -> JobPage:
+        """Jobs in ``status`` (optionally one queue), in a stable order, one page at a time."""
+        ...
+
+    async def cancel(self, job_id: str) -> bool:
+        """Cancel a pending, scheduled or retry job; False if it is in another status."""
+        ...
+
+    async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        """Move dead jobs (these ids, or all in ``queue``/everywhere) back to pending with a
+        fresh retry budget; returns how many moved."""
+        ...
+
+    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        """Delete dead jobs (these ids, or all in ``queue``/everywhere); returns how many."""
+        ...
+
+    async def prune(self, *, limit: int = 1000) -> int:
+        """Delete up to ``limit`` completed/cancelled jobs older than the retention window."""
+        ...
+
+    async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
+        """Record (or refresh) a live worker; it disappears ``ttl`` seconds after its last beat."""
+        ...
+
+    async def unregister_worker(self, worker_id: str) -> None:
+        """Forget a worker that stopped cleanly."""
+        ...
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        """Workers seen within their TTL."""
+        ...
+
+
+@runtime_checkable
+class FullBroker(Broker, Inspector, Protocol):
+    """What a backend class implements and :func:`pqueue.connect` returns."""

@@ -1,0 +1,82 @@
+"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``.
+
+Built-in backends are imported lazily, so ``import pqueue`` never needs redis-py or
+psycopg. Third-party backends register a scheme through the entry-point group
+``pqueue.brokers`` (name = scheme, value = ``"module:Class"``); the class needs a
+``from_url(dsn, *, clock=None, **options)`` classmethod returning a
+:class:`~pqueue.broker.FullBroker`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+from pqueue.broker import FullBroker
+from pqueue.clock import Clock
+from pqueue.errors import ConfigError
+
+ENTRY_POINT_GROUP = "pqueue.brokers"
+
+_BUILTIN: dict[str, tuple[str, str]] = {
+    "memory": ("pqueue.brokers.memory:MemoryBroker", ""),
+    "redis": ("pqueue.brokers.redis:RedisBroker", "redis"),
+    "rediss": ("pqueue.brokers.redis:RedisBroker", "redis"),
+    "postgresql": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
+    "postgres": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
+}
+"""scheme -> (import target, the pip extra that provides its driver)."""
+
+
+def redact(dsn: str) -> str:
+    """The DSN with any password replaced by ``***``, safe for logs and error messages."""
+    try:
+        parts = urlsplit(dsn)
+    except ValueError:
+        return "<unparseable DSN>"
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def known_schemes() -> list[str]:
+    """Every scheme :func:`connect` accepts: the built-in ones and registered plug-ins."""
+    return sorted(set(_BUILTIN) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def _load(scheme: str) -> Any:
+    plugin = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == scheme]
+    if plugin:
+        return plugin[0].load()
+    target, extra = _BUILTIN[scheme]
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = f"; install it with: pip install 'pqueue[{extra}]'" if extra else ""
+        raise ConfigError(f"the {scheme}:// backend cannot be loaded ({exc}){hint}") from exc
+    return getattr(module, attr)
+
+
+def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBroker:
+    """Return an unopened broker for ``dsn``; use ``async with`` or ``await b.open()``.
+
+    ``clock`` injects a test clock (production brokers use their server's time);
+    ``options`` are backend settings that override the DSN's query parameters.
+    """
+    if not isinstance(dsn, str) or "://" not in dsn:
+        raise ConfigError(
+            f"invalid DSN {dsn!r}: expected scheme://..., e.g. memory://, "
+            "redis://127.0.0.1:6379/0 or postgresql://user@host/db"
+        )
+    scheme = dsn.split("://", 1)[0].lower()
+    schemes = known_schemes()
+    if scheme not in schemes:
+        raise ConfigError(
+            f"unknown DSN scheme {scheme!r} in {redact(dsn)!r}; known schemes: {', '.join(schemes)}"
+        )
+    broker_class = _load(scheme)
+    return cast(FullBroker, broker_class.from_url(dsn, clock=clock, **options))

@@ -1,0 +1,193 @@
+"""``memory://`` — the reference backend: the whole contract, in one process.
+
+Jobs live in a :class:`MemoryStore` named by the DSN (``memory://`` is the process-wide
+default store, ``memory://name`` another one), so a client and a worker in one process
+share jobs by using the same DSN. Safe across asyncio tasks and threads; nothing
+survives the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from urllib.parse import parse_qs, urlsplit
+
+from pqueue.broker import Capability, IdempotencyState, JobPage, QueueCounts, RecoveryReport, WorkerInfo
+from pqueue.brokers.memory.store import MemoryStore
+from pqueue.clock import Clock, SystemClock
+from pqueue.errors import ConfigError
+from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+
+DEFAULT_RETENTION = 24 * 3600.0
+"""Seconds completed and cancelled jobs are kept before :meth:`prune` removes them."""
+
+_stores: dict[str, MemoryStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _store_for(name: str, clock: Clock | None, retention: float) -> MemoryStore:
+    """The named store, created on first use; an injected clock must agree with it."""
+    with _stores_lock:
+        store = _stores.get(name)
+        if store is None:
+            store = _stores[name] = MemoryStore(clock or SystemClock(), retention=retention)
+        elif clock is not None and store.clock is not clock:
+            raise ConfigError(f"memory store {name!r} already runs on another clock; use a new store name")
+        return store
+
+
+def drop_store(name: str) -> None:
+    """Forget a named store and its jobs (tests use this to clean up)."""
+    with _stores_lock:
+        _stores.pop(name, None)
+
+
+class MemoryBroker:
+    """In-process broker over a named :class:`MemoryStore`."""
+
+    capabilities = frozenset({Capability.WAKEUP})
+
+    def __init__(
+        self, name: str = "default", *, clock: Clock | None = None, retention: float = DEFAULT_RETENTION
+    ) -> None:
+        if retention < 0:
+            raise ConfigError("memory broker: retention must be >= 0 seconds")
+        self.name = name
+        self._store = _store_for(name, clock, retention)
+        self._waiters = self._store.waiters
+
+    @classmethod
+    def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> MemoryBroker:
+        """``memory://[name][?retention=SECONDS]``."""
+        parts = urlsplit(dsn)
+        if parts.scheme != "memory":
+            raise ConfigError(f"not a memory DSN: {dsn!r}")
+        name = (parts.netloc + parts.path).strip("/") or "default"
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        unknown = set(query) - {"retention"}
+        if unknown:
+            raise ConfigError(f"memory DSN: unknown option(s) {sorted(unknown)}; known: ['retention']")
+        try:
+            retention = float(options.get("retention", query.get("retention", DEFAULT_RETENTION)))  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise ConfigError(f"memory DSN: retention must be a number of seconds ({exc})") from exc
+        return cls(name, clock=clock, retention=retention)
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def __aenter__(self) -> MemoryBroker:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def now(self) -> float:
+        return self._store.clock.now()
+
+    # -- hot path ----------------------------------------------------------------
+
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        results, woken = self._store.enqueue(specs)
+        self._waiters.wake(woken)
+        return results
+
+    async def claim(
+        self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float
+    ) -> list[Lease]:
+        return self._store.claim(queues, worker_id, limit, lease_for)
+
+    async def ack(
+        self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
+    ) -> list[bool]:
+        return self._store.ack(leases, results_json)
+
+    async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:
+        ok, woken = self._store.fail(lease, error, retry_in)
+        self._waiters.wake(woken)
+        return ok
+
+    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
+        out, woken = self._store.release(leases, delay)
+        self._waiters.wake(woken)
+        return out
+
+    async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:
+        return self._store.extend(leases, lease_for)
+
+    async def recover(self, *, limit: int = 1000) -> RecoveryReport:
+        report, woken = self._store.recover(limit)
+        self._waiters.wake(woken)
+        return report
+
+    async def promote(self, *, limit: int = 1000) -> int:
+        return self._store.promote(limit)
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        if self._store.has_due(queues):
+            return True
+        event = asyncio.Event()
+        self._waiters.add(asyncio.get_running_loop(), event, frozenset(queues))
+        try:
+            if self._store.has_due(queues):  # an enqueue may have landed before we parked
+                return True
+            await asyncio.wait_for(event.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._waiters.remove(event)
+
+    async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
+        return self._store.idempotency_begin(key, owner, ttl)
+
+    async def idempotency_end(self, key: str, owner: str, *, done: bool, ttl: float) -> None:
+        self._store.idempotency_end(key, owner, done, ttl)
+
+    # -- inspection and admin ----------------------------------------------------
+
+    async def get_job(self, job_id: str) -> Job:
+        return self._store.get_job(job_id)
+
+    async def counts(self) -> QueueCounts:
+        return self._store.counts()
+
+    async def list_queues(self) -> list[str]:
+        return self._store.list_queues()
+
+    async def list_jobs(
+        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+    ) -> JobPage:
+        return self._store.list_jobs(JobStatus(status), queue, limit, offset)
+
+    async def cancel(self, job_id: str) -> bool:
+        return self._store.cancel(job_id)
+
+    async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        count, woken = self._store.requeue_dead(queue, job_ids)
+        self._waiters.wake(woken)
+        return count
+
+    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        return self._store.purge_dead(queue, job_ids)
+
+    async def prune(self, *, limit: int = 1000) -> int:
+        return self._store.prune(limit)
+
+    async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
+        self._store.register_worker(info, ttl)
+
+    async def unregister_worker(self, worker_id: str) -> None:
+        self._store.unregister_worker(worker_id)
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        return self._store.list_workers()

@@ -1,0 +1,82 @@
+"""The memory backend's mutable job record and its conversion to a public :class:`Job`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pqueue.clock import to_datetime
+from pqueue.job import ErrorInfo, Job, JobSpec, JobStatus
+
+
+@dataclass(slots=True)
+class Record:
+    """One stored job. Mutated only by :class:`~pqueue.brokers.memory.store.MemoryStore` under its lock."""
+
+    id: str
+    type: str
+    queue: str
+    payload_json: str
+    status: JobStatus
+    run_at: float
+    created_at: float
+    max_retries: int
+    max_recoveries: int
+    timeout: float | None
+    unique_key: str | None
+    idempotency_key: str | None
+    meta: dict[str, str]
+    order: int = 0  # enqueue order; renewed each time the job is put back in line
+    attempt: int = 0
+    recoveries: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    errors: tuple[ErrorInfo, ...] = ()
+    result_json: str | None = None
+    token: str | None = None
+    lease_expires_at: float = 0.0
+    worker_id: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
+        run_at = spec.run_at if spec.run_at is not None else now + (spec.delay or 0.0)
+        return cls(
+            id=spec.id,
+            type=spec.type,
+            queue=spec.queue,
+            payload_json=spec.payload_json,
+            status=JobStatus.SCHEDULED if run_at > now else JobStatus.PENDING,
+            run_at=run_at,
+            created_at=now,
+            max_retries=spec.max_retries,
+            max_recoveries=spec.max_recoveries,
+            timeout=spec.timeout,
+            unique_key=spec.unique_key,
+            idempotency_key=spec.idempotency_key,
+            meta=dict(spec.meta),
+            order=order,
+        )
+
+    def to_job(self) -> Job:
+        """A frozen snapshot; the payload is decoded afresh so handlers cannot share it."""
+        return Job(
+            id=self.id,
+            type=self.type,
+            queue=self.queue,
+            payload=json.loads(self.payload_json),
+            status=self.status,
+            attempt=self.attempt,
+            max_retries=self.max_retries,
+            recoveries=self.recoveries,
+            max_recoveries=self.max_recoveries,
+            run_at=to_datetime(self.run_at),
+            created_at=to_datetime(self.created_at),
+            timeout=self.timeout,
+            unique_key=self.unique_key,
+            idempotency_key=self.idempotency_key,
+            started_at=None if self.started_at is None else to_datetime(self.started_at),
+            finished_at=None if self.finished_at is None else to_datetime(self.finished_at),
+            errors=self.errors,
+            result=None if self.result_json is None else json.loads(self.result_json),
+            meta=dict(self.meta),
+        )

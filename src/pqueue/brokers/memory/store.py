@@ -1,0 +1,383 @@
+"""The memory backend's state and its transitions: plain synchronous code under one lock.
+
+Each public method takes the lock once, so every transition is atomic with respect to
+other threads and asyncio tasks. Waiting jobs of a queue sit in a heap ordered by
+(run_at, enqueue order); entries are checked on pop and stale ones dropped, so
+cancel and retry never search the heap.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from pqueue.broker import IdempotencyState, JobPage, RecoveryReport, WorkerInfo
+from pqueue.brokers.memory.records import Record
+from pqueue.brokers.memory.waiters import Waiters
+from pqueue.clock import Clock
+from pqueue.errors import JobNotFound
+from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease, append_error
+
+_Entry = tuple[float, int, str]  # (run_at, order, job id)
+
+
+class MemoryStore:
+    """All jobs of one ``memory://<name>`` namespace, shared by every broker opened on it."""
+
+    def __init__(self, clock: Clock, *, retention: float) -> None:
+        self.clock = clock
+        self.retention = retention
+        self.lock = threading.Lock()
+        self.waiters = Waiters()
+        self._jobs: dict[str, Record] = {}
+        self._lines: dict[str, list[_Entry]] = {}
+        self._delayed: list[_Entry] = []
+        self._active: dict[str, Record] = {}
+        self._unique: dict[str, tuple[str, float]] = {}
+        self._idempotency: dict[str, tuple[str, IdempotencyState, float]] = {}
+        self._workers: dict[str, tuple[WorkerInfo, float]] = {}
+        self._finished: deque[tuple[float, str]] = deque()
+        self._counts: dict[str, Counter[JobStatus]] = {}
+        self._order = itertools.count(1)
+        self._tokens = itertools.count(1)
+
+    # -- bookkeeping -------------------------------------------------------------
+
+    def _set_status(self, rec: Record, status: JobStatus) -> None:
+        counts = self._counts.setdefault(rec.queue, Counter())
+        counts[rec.status] -= 1
+        counts[status] += 1
+        rec.status = status
+
+    def _line_up(self, rec: Record) -> None:
+        """Put a waiting job in its queue's line (scheduled/retry ones also in the relabel heap)."""
+        entry = (rec.run_at, rec.order, rec.id)
+        heapq.heappush(self._lines.setdefault(rec.queue, []), entry)
+        if rec.status is not JobStatus.PENDING:
+            heapq.heappush(self._delayed, entry)
+
+    def _promote_due(self, now: float, limit: int | None = None) -> int:
+        moved = 0
+        delayed = self._delayed
+        while delayed and delayed[0][0] <= now and (limit is None or moved < limit):
+            run_at, order, job_id = heapq.heappop(delayed)
+            rec = self._jobs.get(job_id)
+            if (
+                rec
+                and rec.order == order
+                and rec.run_at == run_at
+                and rec.status
+                in (
+                    JobStatus.SCHEDULED,
+                    JobStatus.RETRY,
+                )
+            ):
+                self._set_status(rec, JobStatus.PENDING)
+                moved += 1
+        return moved
+
+    def _finish(self, rec: Record, status: JobStatus, now: float) -> None:
+        self._active.pop(rec.id, None)
+        rec.token = None
+        rec.finished_at = now
+        self._set_status(rec, status)
+        if status is not JobStatus.DEAD:
+            self._finished.append((now, rec.id))
+
+    def _delete(self, rec: Record) -> None:
+        del self._jobs[rec.id]
+        self._counts[rec.queue][rec.status] -= 1
+
+    def _current(self, lease: Lease) -> Record | None:
+        rec = self._active.get(lease.job.id)
+        return rec if rec is not None and rec.token == lease.token else None
+
+    # -- hot path ----------------------------------------------------------------
+
+    def enqueue(self, specs: Sequence[JobSpec]) -> tuple[list[EnqueueResult], set[str]]:
+        """Store specs; returns the results and the queues that gained a due job."""
+        now = self.clock.now()
+        results: list[EnqueueResult] = []
+        woken: set[str] = set()
+        with self.lock:
+            for spec in specs:
+                if spec.id in self._jobs:
+                    results.append(EnqueueResult(spec.id, False))
+                    continue
+                if spec.unique_key is not None:
+                    holder = self._unique.get(spec.unique_key)
+                    if holder is not None and holder[1] > now:
+                        results.append(EnqueueResult(holder[0], False))
+                        continue
+                    assert spec.unique_for is not None
+                    self._unique[spec.unique_key] = (spec.id, now + spec.unique_for)
+                rec = Record.from_spec(spec, now=now, order=next(self._order))
+                self._jobs[rec.id] = rec
+                self._counts.setdefault(rec.queue, Counter())[rec.status] += 1
+                self._line_up(rec)
+                if rec.status is JobStatus.PENDING:
+                    woken.add(rec.queue)
+                results.append(EnqueueResult(rec.id, True))
+        return results, woken
+
+    def claim(self, queues: Sequence[str], worker_id: str, limit: int, lease_for: float) -> list[Lease]:
+        now = self.clock.now()
+        leases: list[Lease] = []
+        with self.lock:
+            self._promote_due(now)
+            for queue in queues:
+                line = self._lines.get(queue)
+                while line and len(leases) < limit and line[0][0] <= now:
+                    run_at, order, job_id = heapq.heappop(line)
+                    rec = self._jobs.get(job_id)
+                    if rec is None or rec.order != order or rec.run_at != run_at or not rec.status.is_waiting:
+                        continue  # stale entry: cancelled, purged or re-lined since
+                    rec.attempt += 1
+                    rec.started_at = now
+                    rec.token = str(next(self._tokens))
+                    rec.lease_expires_at = now + lease_for
+                    rec.worker_id = worker_id
+                    self._set_status(rec, JobStatus.ACTIVE)
+                    self._active[rec.id] = rec
+                    leases.append(Lease(rec.to_job(), rec.token, rec.lease_expires_at))
+                if len(leases) >= limit:
+                    break
+        return leases
+
+    def ack(self, leases: Sequence[Lease], results_json: Sequence[str | None] | None) -> list[bool]:
+        now = self.clock.now()
+        out: list[bool] = []
+        with self.lock:
+            for i, lease in enumerate(leases):
+                rec = self._current(lease)
+                if rec is None:
+                    out.append(False)
+                    continue
+                rec.result_json = results_json[i] if results_json else None
+                self._finish(rec, JobStatus.COMPLETED, now)
+                out.append(True)
+        return out
+
+    def fail(self, lease: Lease, error: ErrorInfo, retry_in: float | None) -> tuple[bool, set[str]]:
+        now = self.clock.now()
+        with self.lock:
+            rec = self._current(lease)
+            if rec is None:
+                return False, set()
+            rec.errors = append_error(rec.errors, replace(error, attempt=rec.attempt, at=now))
+            if retry_in is None:
+                self._finish(rec, JobStatus.DEAD, now)
+                return True, set()
+            self._active.pop(rec.id)
+            rec.token = None
+            rec.run_at = now + retry_in
+            rec.order = next(self._order)
+            self._set_status(rec, JobStatus.RETRY)
+            self._line_up(rec)
+            return True, {rec.queue} if retry_in <= 0 else set()
+
+    def release(self, leases: Sequence[Lease], delay: float) -> tuple[list[bool], set[str]]:
+        now = self.clock.now()
+        out: list[bool] = []
+        woken: set[str] = set()
+        with self.lock:
+            for lease in leases:
+                rec = self._current(lease)
+                if rec is None:
+                    out.append(False)
+                    continue
+                self._put_back(rec, now, run_at=now + delay if delay > 0 else rec.run_at)
+                woken.update([rec.queue] if rec.status is JobStatus.PENDING else [])
+                out.append(True)
+        return out, woken
+
+    def _put_back(self, rec: Record, now: float, *, run_at: float) -> None:
+        """Return an active job to its line unrun; the cut-short run does not count."""
+        self._active.pop(rec.id)
+        rec.token = None
+        rec.attempt -= 1
+        rec.run_at = run_at
+        self._set_status(rec, JobStatus.SCHEDULED if run_at > now else JobStatus.PENDING)
+        self._line_up(rec)
+
+    def extend(self, leases: Sequence[Lease], lease_for: float) -> list[bool]:
+        now = self.clock.now()
+        out: list[bool] = []
+        with self.lock:
+            for lease in leases:
+                rec = self._current(lease)
+                if rec is not None:
+                    rec.lease_expires_at = now + lease_for
+                out.append(rec is not None)
+        return out
+
+    def recover(self, limit: int) -> tuple[RecoveryReport, set[str]]:
+        now = self.clock.now()
+        recovered: list[str] = []
+        dead: list[str] = []
+        woken: set[str] = set()
+        with self.lock:
+            expired = [r for r in self._active.values() if r.lease_expires_at <= now]
+            expired.sort(key=lambda r: r.lease_expires_at)
+            for rec in expired[:limit]:
+                rec.recoveries += 1
+                if rec.recoveries > rec.max_recoveries:
+                    reason = ErrorInfo("LeaseExpired", f"lease expired {rec.recoveries} times")
+                    rec.errors = append_error(rec.errors, replace(reason, attempt=rec.attempt, at=now))
+                    self._finish(rec, JobStatus.DEAD, now)
+                    dead.append(rec.id)
+                else:
+                    self._put_back(rec, now, run_at=rec.run_at)
+                    recovered.append(rec.id)
+                    woken.add(rec.queue)
+        return RecoveryReport(tuple(recovered), tuple(dead)), woken
+
+    def promote(self, limit: int) -> int:
+        now = self.clock.now()
+        with self.lock:
+            return self._promote_due(now, limit)
+
+    def has_due(self, queues: Iterable[str]) -> bool:
+        now = self.clock.now()
+        with self.lock:
+            for queue in queues:
+                line = self._lines.get(queue)
+                if line and line[0][0] <= now:
+                    return True
+        return False
+
+    # -- idempotency keys --------------------------------------------------------
+
+    def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
+        now = self.clock.now()
+        with self.lock:
+            held = self._idempotency.get(key)
+            if held is not None and held[2] <= now:
+                held = None
+            if held is not None and held[1] is IdempotencyState.DONE:
+                return IdempotencyState.DONE
+            if held is not None and held[0] != owner:
+                return IdempotencyState.IN_FLIGHT
+            self._idempotency[key] = (owner, IdempotencyState.IN_FLIGHT, now + ttl)
+            return IdempotencyState.ACQUIRED
+
+    def idempotency_end(self, key: str, owner: str, done: bool, ttl: float) -> None:
+        now = self.clock.now()
+        with self.lock:
+            if done:
+                self._idempotency[key] = (owner, IdempotencyState.DONE, now + ttl)
+                return
+            held = self._idempotency.get(key)
+            if held is not None and held[0] == owner and held[1] is IdempotencyState.IN_FLIGHT:
+                del self._idempotency[key]
+
+    # -- inspection and admin ----------------------------------------------------
+
+    def get_job(self, job_id: str) -> Job:
+        with self.lock:
+            self._promote_due(self.clock.now())
+            rec = self._jobs.get(job_id)
+            if rec is None:
+                raise JobNotFound(f"no job with id {job_id!r}")
+            return rec.to_job()
+
+    def counts(self) -> dict[str, dict[JobStatus, int]]:
+        with self.lock:
+            self._promote_due(self.clock.now())
+            return {q: {s: c[s] for s in JobStatus} for q, c in sorted(self._counts.items())}
+
+    def list_queues(self) -> list[str]:
+        with self.lock:
+            return sorted(self._counts)
+
+    def list_jobs(self, status: JobStatus, queue: str | None, limit: int, offset: int) -> JobPage:
+        with self.lock:
+            self._promote_due(self.clock.now())
+            matching = sorted(
+                (r for r in self._jobs.values() if r.status is status and queue in (None, r.queue)),
+                key=lambda r: (r.created_at, r.id),
+            )
+            page = matching[offset : offset + limit]
+            nxt = offset + limit if offset + limit < len(matching) else None
+            return JobPage(tuple(r.to_job() for r in page), nxt)
+
+    def cancel(self, job_id: str) -> bool:
+        now = self.clock.now()
+        with self.lock:
+            rec = self._jobs.get(job_id)
+            if rec is None:
+                raise JobNotFound(f"no job with id {job_id!r}")
+            if not rec.status.is_waiting:
+                return False
+            self._finish(rec, JobStatus.CANCELLED, now)
+            return True
+
+    def _dead(self, queue: str | None, job_ids: Sequence[str] | None) -> list[Record]:
+        if job_ids is not None:
+            recs = (self._jobs.get(i) for i in job_ids)
+            return [
+                r for r in recs if r is not None and r.status is JobStatus.DEAD and queue in (None, r.queue)
+            ]
+        return [r for r in self._jobs.values() if r.status is JobStatus.DEAD and queue in (None, r.queue)]
+
+    def requeue_dead(self, queue: str | None, job_ids: Sequence[str] | None) -> tuple[int, set[str]]:
+        now = self.clock.now()
+        with self.lock:
+            recs = self._dead(queue, job_ids)
+            for rec in sorted(recs, key=lambda r: r.order):
+                rec.attempt = rec.recoveries = 0
+                rec.finished_at = None
+                rec.run_at = now
+                rec.order = next(self._order)
+                self._set_status(rec, JobStatus.PENDING)
+                self._line_up(rec)
+            return len(recs), {r.queue for r in recs}
+
+    def purge_dead(self, queue: str | None, job_ids: Sequence[str] | None) -> int:
+        with self.lock:
+            recs = self._dead(queue, job_ids)
+            for rec in recs:
+                self._delete(rec)
+            return len(recs)
+
+    def prune(self, limit: int) -> int:
+        now = self.clock.now()
+        cutoff = now - self.retention
+        removed = 0
+        with self.lock:
+            while self._finished and self._finished[0][0] <= cutoff and removed < limit:
+                finished_at, job_id = self._finished.popleft()
+                rec = self._jobs.get(job_id)
+                if (
+                    rec is not None
+                    and rec.finished_at == finished_at
+                    and rec.status
+                    in (
+                        JobStatus.COMPLETED,
+                        JobStatus.CANCELLED,
+                    )
+                ):
+                    self._delete(rec)
+                    removed += 1
+            self._unique = {k: v for k, v in self._unique.items() if v[1] > now}
+            self._idempotency = {k: v for k, v in self._idempotency.items() if v[2] > now}
+        return removed
+
+    def register_worker(self, info: WorkerInfo, ttl: float) -> None:
+        now = self.clock.now()
+        with self.lock:
+            self._workers[info.id] = (replace(info, last_seen=now), now + ttl)
+
+    def unregister_worker(self, worker_id: str) -> None:
+        with self.lock:
+            self._workers.pop(worker_id, None)
+
+    def list_workers(self) -> list[WorkerInfo]:
+        now = self.clock.now()
+        with self.lock:
+            self._workers = {k: v for k, v in self._workers.items() if v[1] > now}
+            return sorted((info for info, _ in self._workers.values()), key=lambda w: w.id)

@@ -1,0 +1,81 @@
+"""The one exception tree of pqueue.
+
+Every error pqueue raises derives from :class:`PQueueError`, so callers can catch
+"anything pqueue" in one clause. A class's docstring is its default message.
+Driver errors (redis-py, psycopg) are translated into these at the backend edge.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+
+class PQueueError(Exception):
+    """A pqueue operation failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigError(PQueueError, ValueError):
+    """The configuration is invalid (a bad DSN, an unknown scheme, a bad option)."""
+
+
+class InvalidJob(PQueueError, ValueError):
+    """The job was refused at enqueue; nothing was written."""
+
+
+class InvalidPayload(InvalidJob):
+    """The payload is not a JSON value (dict, list, str, int, float, bool or None)."""
+
+
+class PayloadTooLarge(InvalidJob):
+    """The encoded payload is larger than the configured limit."""
+
+
+class InvalidName(InvalidJob):
+    """A queue name, job type, key or meta entry does not match the allowed pattern."""
+
+
+class InvalidOption(InvalidJob):
+    """An enqueue option is out of range (a negative delay, a zero TTL, ...)."""
+
+
+class JobNotFound(PQueueError, LookupError):
+    """No job with this id exists (it never did, or it was pruned)."""
+
+
+class LeaseLost(PQueueError):
+    """The lease is no longer current: the job was recovered and may run elsewhere."""
+
+
+class BrokerError(PQueueError):
+    """The broker failed to carry out an operation."""
+
+
+class BrokerUnavailable(BrokerError, ConnectionError):
+    """The broker's server cannot be reached; the operation may be retried."""
+
+
+class SchemaError(BrokerError):
+    """The broker's storage schema is missing or newer than this version knows."""
+
+
+class CorruptJob(BrokerError):
+    """A job found in storage is malformed and cannot be decoded."""
+
+
+class HandlerControl(Exception):
+    """Base of the exceptions a handler raises to steer its job's fate."""
+
+
+class SkipRetry(HandlerControl):
+    """Raised by a handler: do not retry, dead-letter the job now."""
+
+
+class Retry(HandlerControl):
+    """Raised by a handler: retry the job after ``after`` seconds (or at a datetime)."""
+
+    def __init__(self, after: float | timedelta | datetime = 0.0, message: str = "") -> None:
+        super().__init__(message or f"retry requested after {after!r}")
+        self.after = after

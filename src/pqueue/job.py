@@ -1,0 +1,212 @@
+"""The job model: what is stored (:class:`Job`), what is asked for (:class:`JobSpec`),
+and what a worker holds while it runs a job (:class:`Lease`).
+
+State machine (see docs/architecture.md)::
+
+    enqueue -> pending | scheduled
+    pending --claim--> active
+    scheduled | retry --(run_at passes)--> due, claimed like pending
+    active --ack--> completed            (pruned after the retention window)
+    active --fail(retry_in)--> retry
+    active --fail(None)--> dead          (the dead-letter queue)
+    active --release--> pending | scheduled  (graceful drain; no attempt burnt)
+    active --lease expires, recover--> pending | dead (past max_recoveries)
+    pending | scheduled | retry --cancel--> cancelled
+    dead --requeue--> pending
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, TypeAlias
+
+JSONValue: TypeAlias = Any
+"""A value that survives ``json.dumps``/``json.loads`` unchanged in meaning."""
+
+MAX_ERROR_HISTORY = 10
+"""How many past errors a job keeps (oldest dropped first)."""
+
+TRACEBACK_TAIL_CHARS = 2000
+"""How much of a traceback's end is kept with an error."""
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life. A job is in exactly one status at every instant."""
+
+    PENDING = "pending"
+    SCHEDULED = "scheduled"
+    ACTIVE = "active"
+    RETRY = "retry"
+    COMPLETED = "completed"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_waiting(self) -> bool:
+        """Pending, scheduled or retry: the job will run once it is due."""
+        return self in _WAITING
+
+    @property
+    def is_final(self) -> bool:
+        """Completed, dead or cancelled: nothing happens to it without an admin."""
+        return self in _FINAL
+
+
+_WAITING = frozenset({JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RETRY})
+_FINAL = frozenset({JobStatus.COMPLETED, JobStatus.DEAD, JobStatus.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """One failure of a job: what was raised, where it ended, and when."""
+
+    kind: str
+    message: str
+    traceback: str = ""
+    attempt: int = 0
+    at: float = 0.0  # epoch seconds, stamped by the broker's clock
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "traceback": self.traceback,
+            "attempt": self.attempt,
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ErrorInfo:
+        return cls(
+            kind=str(data.get("kind", "")),
+            message=str(data.get("message", "")),
+            traceback=str(data.get("traceback", "")),
+            attempt=int(data.get("attempt", 0)),
+            at=float(data.get("at", 0.0)),
+        )
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, *, traceback_text: str = "") -> ErrorInfo:
+        """Describe ``exc``; keep only the tail of the traceback (the useful end)."""
+        return cls(
+            kind=type(exc).__qualname__,
+            message=str(exc)[:2000],
+            traceback=traceback_text[-TRACEBACK_TAIL_CHARS:],
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}" if self.message else self.kind
+
+
+def errors_to_json(errors: tuple[ErrorInfo, ...]) -> str:
+    """Encode an error history for storage."""
+    return json.dumps([e.to_dict() for e in errors], separators=(",", ":"))
+
+
+def errors_from_json(text: str | bytes | None) -> tuple[ErrorInfo, ...]:
+    """Decode an error history written by :func:`errors_to_json`."""
+    if not text:
+        return ()
+    return tuple(ErrorInfo.from_dict(item) for item in json.loads(text))
+
+
+def append_error(history: tuple[ErrorInfo, ...], error: ErrorInfo) -> tuple[ErrorInfo, ...]:
+    """Add ``error`` to ``history`` and keep only the newest :data:`MAX_ERROR_HISTORY`."""
+    return (*history, error)[-MAX_ERROR_HISTORY:]
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A validated request to enqueue one job. Build it with :func:`pqueue.spec.build_spec`.
+
+    ``payload_json`` is already encoded, so brokers store it as text without
+    re-checking. Either ``delay`` or ``run_at`` (epoch seconds) may be set, not both.
+    """
+
+    id: str
+    type: str
+    queue: str
+    payload_json: str
+    delay: float | None = None
+    run_at: float | None = None
+    max_retries: int = 3
+    max_recoveries: int = 5
+    timeout: float | None = None
+    unique_key: str | None = None
+    unique_for: float | None = None
+    idempotency_key: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A stored job as the broker knows it; also the read-only view handlers receive.
+
+    ``attempt`` counts handler runs that count against ``max_retries``: 0 before the
+    first run, 1 during the first run, and so on. A run cut short by a crash (lease
+    expiry) or a graceful drain does not count; it raises ``recoveries`` instead.
+    Times are aware UTC datetimes.
+    """
+
+    id: str
+    type: str
+    queue: str
+    payload: JSONValue
+    status: JobStatus
+    attempt: int
+    max_retries: int
+    recoveries: int
+    max_recoveries: int
+    run_at: datetime
+    created_at: datetime
+    timeout: float | None = None
+    unique_key: str | None = None
+    idempotency_key: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    errors: tuple[ErrorInfo, ...] = ()
+    result: JSONValue = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def enqueued_at(self) -> datetime:
+        """When the job was enqueued (same as ``created_at``)."""
+        return self.created_at
+
+    @property
+    def last_error(self) -> ErrorInfo | None:
+        """The most recent failure, if any."""
+        return self.errors[-1] if self.errors else None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A job handed to one worker until ``expires_at`` (epoch seconds).
+
+    ``token`` fences the lease: ack, fail, extend and release succeed only while this
+    token is the job's current one.
+    """
+
+    job: Job
+    token: str
+    expires_at: float
+
+    @property
+    def job_id(self) -> str:
+        return self.job.id
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """The outcome of one enqueue: the job id, and whether it was newly created.
+
+    When a unique key refused the job, ``created`` is False and ``id`` is the id of
+    the job that holds the key.
+    """
+
+    id: str
+    created: bool

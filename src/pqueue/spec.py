@@ -1,0 +1,175 @@
+"""Validate enqueue requests and turn them into :class:`~pqueue.job.JobSpec`.
+
+All input checks live here, in front of every broker, so a bad request is refused
+before anything is written and every backend refuses the same things.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from pqueue.clock import to_epoch
+from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
+from pqueue.ids import is_job_id, new_id
+from pqueue.job import JobSpec, JSONValue
+
+DEFAULT_QUEUE = "default"
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_MAX_RECOVERIES = 5
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+MAX_META_ENTRIES = 32
+
+QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+"""Queue names: letters, digits, ``_ . -``; no ``{ } :`` so Redis keys stay well-formed."""
+JOB_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-/]{0,127}$")
+KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
+"""Unique and idempotency keys: 1-200 printable ASCII characters, no spaces."""
+META_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+_json_encoder = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
+)
+
+
+def validate_queue_name(name: object) -> str:
+    """Return ``name`` if it is a valid queue name, else raise :class:`InvalidName`."""
+    if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+        raise InvalidName(
+            f"invalid queue name {name!r}: use 1-64 letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def validate_job_type(name: object) -> str:
+    """Return ``name`` if it is a valid job type, else raise :class:`InvalidName`."""
+    if not isinstance(name, str) or not JOB_TYPE_RE.match(name):
+        raise InvalidName(f"invalid job type {name!r}: use 1-128 letters, digits, '_', '.', ':', '-' or '/'")
+    return name
+
+
+def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str:
+    """Encode ``payload`` as compact JSON, refusing anything JSON cannot carry faithfully."""
+    try:
+        text = _json_encoder.encode(payload)
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(
+            f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
+            "bool or None (no NaN/Infinity)"
+        ) from exc
+    if len(text) > max_bytes and len(text.encode()) > max_bytes:
+        raise PayloadTooLarge(
+            f"payload is {len(text.encode())} bytes encoded; the limit is {max_bytes} bytes"
+        )
+    return text
+
+
+def derive_unique_key(job_type: str, queue: str, payload_json: str) -> str:
+    """The unique key used when only ``unique_for`` is given: type, queue and payload."""
+    digest = hashlib.sha256(payload_json.encode()).hexdigest()[:32]
+    return f"{job_type}@{queue}#{digest}"
+
+
+def _seconds(name: str, value: float | timedelta | None, *, allow_zero: bool) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        raise InvalidOption(f"{name} must be a number of seconds or a timedelta, got {value!r}")
+    if seconds < 0 or (seconds == 0 and not allow_zero):
+        raise InvalidOption(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+    return float(seconds)
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOption(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+def _key(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not KEY_RE.match(value):
+        raise InvalidName(f"invalid {name} {value!r}: use 1-200 printable ASCII characters, no spaces")
+    return value
+
+
+def _meta(meta: Mapping[str, str] | None) -> dict[str, str]:
+    if not meta:
+        return {}
+    if not isinstance(meta, Mapping) or len(meta) > MAX_META_ENTRIES:
+        raise InvalidOption(f"meta must be a mapping of at most {MAX_META_ENTRIES} entries")
+    for key, val in meta.items():
+        if not isinstance(key, str) or not META_KEY_RE.match(key):
+            raise InvalidName(f"invalid meta key {key!r}: 1-64 letters, digits, '_', '.' or '-'")
+        if not isinstance(val, str) or len(val) > 1024:
+            raise InvalidOption(f"meta[{key!r}] must be a str of at most 1024 characters")
+    return dict(meta)
+
+
+def build_spec(
+    job_type: str,
+    payload: JSONValue = None,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    delay: float | timedelta | None = None,
+    run_at: datetime | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    timeout: float | timedelta | None = None,
+    unique_for: float | timedelta | None = None,
+    unique_key: str | None = None,
+    idempotency_key: str | None = None,
+    meta: Mapping[str, str] | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    job_id: str | None = None,
+) -> JobSpec:
+    """Check every option and return a :class:`JobSpec`, or raise an :class:`~pqueue.errors.InvalidJob`.
+
+    ``unique_for`` (seconds) holds the job's unique key for that long after enqueue;
+    with no ``unique_key`` the key is derived from type, queue and payload.
+    ``job_id`` lets a producer choose the id (a UUID) so that re-sending the same job,
+    e.g. from a retried Spark task, is ignored instead of duplicated.
+    """
+    validate_job_type(job_type)
+    validate_queue_name(queue)
+    if job_id is not None and not is_job_id(job_id):
+        raise InvalidName(f"invalid job id {job_id!r}: use a lower-case UUID string (see pqueue.ids)")
+    payload_json = encode_payload(payload, max_bytes=max_payload_bytes)
+    if delay is not None and run_at is not None:
+        raise InvalidOption("pass either delay or run_at, not both")
+    run_at_epoch = None
+    if run_at is not None:
+        if not isinstance(run_at, datetime):
+            raise InvalidOption(f"run_at must be an aware datetime, got {run_at!r}")
+        try:
+            run_at_epoch = to_epoch(run_at)
+        except ValueError as exc:
+            raise InvalidOption(str(exc)) from exc
+    unique_seconds = _seconds("unique_for", unique_for, allow_zero=False)
+    unique = _key("unique_key", unique_key)
+    if unique is not None and unique_seconds is None:
+        raise InvalidOption("unique_key needs unique_for: how many seconds the key is held")
+    if unique_seconds is not None and unique is None:
+        unique = derive_unique_key(job_type, queue, payload_json)
+    return JobSpec(
+        id=job_id or new_id(),
+        type=job_type,
+        queue=queue,
+        payload_json=payload_json,
+        delay=_seconds("delay", delay, allow_zero=True),
+        run_at=run_at_epoch,
+        max_retries=_count("max_retries", max_retries),
+        max_recoveries=_count("max_recoveries", max_recoveries),
+        timeout=_seconds("timeout", timeout, allow_zero=False),
+        unique_key=unique,
+        unique_for=unique_seconds,
+        idempotency_key=_key("idempotency_key", idempotency_key),
+        meta=_meta(meta),
+    )

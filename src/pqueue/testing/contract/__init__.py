@@ -1,0 +1,36 @@
+"""The behavioural contract every pqueue backend must pass.
+
+Subclass these in a test module; the fixtures come from ``pqueue.testing.plugin``
+(``broker``, ``clock``, ``open_broker``), which needs your ``pqueue_open_broker``::
+
+    from pqueue.testing.contract import EnqueueContract
+    class TestEnqueue(EnqueueContract): ...
+
+Each class asserts one area of docs/architecture.md; together they are the contract.
+"""
+
+from pqueue.testing.contract.admin import AdminContract
+from pqueue.testing.contract.bad_input import BadInputContract
+from pqueue.testing.contract.concurrency import ConcurrencyContract
+from pqueue.testing.contract.enqueue import EnqueueContract
+from pqueue.testing.contract.idempotency import IdempotencyContract
+from pqueue.testing.contract.lifecycle import LifecycleContract
+from pqueue.testing.contract.priority import PriorityContract
+from pqueue.testing.contract.recovery import RecoveryContract
+from pqueue.testing.contract.unique import UniqueContract
+from pqueue.testing.contract.wakeup import WakeupContract
+
+ALL_CONTRACTS = (
+    EnqueueContract,
+    PriorityContract,
+    LifecycleContract,
+    RecoveryContract,
+    UniqueContract,
+    IdempotencyContract,
+    AdminContract,
+    ConcurrencyContract,
+    BadInputContract,
+    WakeupContract,
+)
+
+__all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

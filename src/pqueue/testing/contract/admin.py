@@ -1,0 +1,140 @@
+"""Inspection and admin: get, counts, paging, cancel, requeue and purge of dead jobs, workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.clock import ManualClock
+from pqueue.errors import JobNotFound
+from pqueue.ids import new_id
+from pqueue.job import JobStatus
+from pqueue.testing.contract.helpers import boom, drain_ids, put, put_many, status_of, take, take_one
+
+
+async def _kill(broker: FullBroker, n: int, queue: str = "default") -> list[str]:
+    """Make ``n`` dead jobs in ``queue``."""
+    ids = await put_many(broker, n, queue=queue, max_retries=0)
+    for lease in await take(broker, [queue], limit=n):
+        assert await broker.fail(lease, boom("poison"), retry_in=None)
+    return ids
+
+
+@pytest.mark.asyncio
+class AdminContract:
+    async def test_unknown_job_id_is_a_typed_error(self, broker: FullBroker) -> None:
+        with pytest.raises(JobNotFound):
+            await broker.get_job(new_id())
+        with pytest.raises(JobNotFound):
+            await broker.get_job("not-a-uuid")
+        with pytest.raises(JobNotFound):
+            await broker.cancel(new_id())
+
+    async def test_counts_by_queue_and_status(self, broker: FullBroker, clock: ManualClock) -> None:
+        await put_many(broker, 3, queue="a")
+        await put_many(broker, 2, queue="a", delay=60)
+        await put_many(broker, 4, queue="b")
+        done = await take(broker, ["b"], limit=2)
+        assert await broker.ack(done[:1]) == [True]
+        await _kill(broker, 1, queue="c")
+        counts = await broker.counts()
+        assert set(counts) == {"a", "b", "c"}
+        assert all(set(per) == set(JobStatus) for per in counts.values())
+        assert counts["a"][JobStatus.PENDING] == 3 and counts["a"][JobStatus.SCHEDULED] == 2
+        assert counts["b"][JobStatus.PENDING] == 2 and counts["b"][JobStatus.ACTIVE] == 1
+        assert counts["b"][JobStatus.COMPLETED] == 1 and counts["c"][JobStatus.DEAD] == 1
+        clock.advance(60)
+        await broker.promote()
+        counts = await broker.counts()
+        assert counts["a"][JobStatus.PENDING] == 5 and counts["a"][JobStatus.SCHEDULED] == 0
+
+    async def test_list_jobs_pages_through_every_job_once(self, broker: FullBroker) -> None:
+        ids = await put_many(broker, 23, queue="p")
+        await put_many(broker, 5, queue="other")
+        seen: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await broker.list_jobs(JobStatus.PENDING, queue="p", limit=10, offset=offset)
+            assert len(page.jobs) <= 10
+            seen.extend(job.id for job in page.jobs)
+            offset = page.next_offset
+        assert sorted(seen) == sorted(ids) and len(seen) == 23
+        everywhere = await broker.list_jobs(JobStatus.PENDING, limit=100)
+        assert len(everywhere.jobs) == 28 and everywhere.next_offset is None
+
+    async def test_cancel_pending_scheduled_and_retry_jobs(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        pending = await put(broker)
+        scheduled = await put(broker, delay=60)
+        retrying = await put(broker, queue="r")
+        assert await broker.fail(await take_one(broker, ["r"]), boom(), retry_in=5)
+        for job_id in (pending, scheduled, retrying):
+            assert await broker.cancel(job_id) is True
+            assert await status_of(broker, job_id) is JobStatus.CANCELLED
+        clock.advance(120)
+        assert await take(broker, ["default", "r"], limit=10) == []
+        assert await broker.cancel(pending) is False  # already cancelled
+
+    async def test_active_and_finished_jobs_cannot_be_cancelled(self, broker: FullBroker) -> None:
+        active = await put(broker)
+        lease = await take_one(broker)
+        assert await broker.cancel(active) is False
+        assert await broker.ack([lease]) == [True]
+        assert await broker.cancel(active) is False
+        assert await status_of(broker, active) is JobStatus.COMPLETED
+
+    async def test_requeue_one_dead_job(self, broker: FullBroker) -> None:
+        dead = await _kill(broker, 3)
+        assert await broker.requeue_dead(job_ids=[dead[1]]) == 1
+        job = await broker.get_job(dead[1])
+        assert job.status is JobStatus.PENDING and job.attempt == 0 and len(job.errors) == 1
+        assert await drain_ids(broker) == [dead[1]]
+        assert await broker.requeue_dead(job_ids=[dead[1], new_id()]) == 0  # not dead any more
+
+    async def test_requeue_all_dead_jobs_of_a_queue_or_everywhere(self, broker: FullBroker) -> None:
+        a = await _kill(broker, 3, queue="a")
+        b = await _kill(broker, 2, queue="b")
+        assert await broker.requeue_dead(queue="a") == 3
+        assert sorted(await drain_ids(broker, ["a"])) == sorted(a)
+        assert {await status_of(broker, i) for i in b} == {JobStatus.DEAD}
+        assert await broker.requeue_dead() == 2
+        assert sorted(await drain_ids(broker, ["b"])) == sorted(b)
+
+    async def test_purge_dead_jobs(self, broker: FullBroker) -> None:
+        a = await _kill(broker, 3, queue="a")
+        b = await _kill(broker, 2, queue="b")
+        assert await broker.purge_dead(job_ids=[a[0]]) == 1
+        with pytest.raises(JobNotFound):
+            await broker.get_job(a[0])
+        assert await broker.purge_dead(queue="a") == 2
+        assert await broker.purge_dead() == 2
+        for job_id in a + b:
+            with pytest.raises(JobNotFound):
+                await broker.get_job(job_id)
+        counts = await broker.counts()
+        assert sum(per[JobStatus.DEAD] for per in counts.values()) == 0
+
+    async def test_workers_register_and_expire(self, broker: FullBroker, clock: ManualClock) -> None:
+        info = WorkerInfo(
+            id="w-1", host="box", pid=42, queues=("a", "b"), concurrency=8, started_at=clock.now()
+        )
+        await broker.register_worker(info, ttl=30)
+        [seen] = await broker.list_workers()
+        assert (seen.id, seen.host, seen.pid, seen.queues, seen.concurrency) == (
+            "w-1",
+            "box",
+            42,
+            ("a", "b"),
+            8,
+        )
+        assert abs(seen.last_seen - clock.now()) < 0.002
+        clock.advance(20)
+        await broker.register_worker(info, ttl=30)
+        clock.advance(20)
+        assert [w.id for w in await broker.list_workers()] == ["w-1"]
+        clock.advance(11)
+        assert await broker.list_workers() == []
+        await broker.register_worker(info, ttl=30)
+        await broker.unregister_worker("w-1")
+        assert await broker.list_workers() == []

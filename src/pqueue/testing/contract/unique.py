@@ -1,0 +1,71 @@
+"""Unique enqueue: one job per key inside the key's TTL, race-free between producers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pqueue.broker import FullBroker
+from pqueue.clock import ManualClock
+from pqueue.spec import build_spec
+from pqueue.testing.contract.helpers import OpenAnother, drain_ids, put, take_one
+
+
+@pytest.mark.asyncio
+class UniqueContract:
+    async def test_duplicate_inside_ttl_is_refused_with_existing_id(self, broker: FullBroker) -> None:
+        first = await put(broker, payload={"user": 1}, unique_key="welcome:1", unique_for=3600)
+        [again] = await broker.enqueue(
+            [build_spec("contract:job", {"user": 1}, unique_key="welcome:1", unique_for=3600)]
+        )
+        assert not again.created and again.id == first
+        assert await drain_ids(broker) == [first]
+
+    async def test_key_is_free_again_after_its_ttl(self, broker: FullBroker, clock: ManualClock) -> None:
+        first = await put(broker, unique_key="k", unique_for=60)
+        clock.advance(59)
+        [refused] = await broker.enqueue([build_spec("contract:job", unique_key="k", unique_for=60)])
+        assert not refused.created and refused.id == first
+        clock.advance(1.01)
+        second = await put(broker, unique_key="k", unique_for=60)
+        assert second != first
+
+    async def test_key_is_held_for_its_ttl_even_after_completion(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        first = await put(broker, unique_key="report:2026-11", unique_for=600)
+        assert await broker.ack([await take_one(broker)]) == [True]
+        [again] = await broker.enqueue(
+            [build_spec("contract:job", unique_key="report:2026-11", unique_for=600)]
+        )
+        assert not again.created and again.id == first
+
+    async def test_unique_for_alone_dedupes_on_type_queue_and_payload(self, broker: FullBroker) -> None:
+        a = await put(broker, payload={"x": 1}, unique_for=60)
+        [dup] = await broker.enqueue([build_spec("contract:job", {"x": 1}, unique_for=60)])
+        b = await put(broker, payload={"x": 2}, unique_for=60)
+        c = await put(broker, payload={"x": 1}, unique_for=60, queue="other")
+        assert dup.id == a and not dup.created and len({a, b, c}) == 3
+
+    async def test_duplicates_inside_one_batch(self, broker: FullBroker) -> None:
+        specs = [build_spec("contract:job", i, unique_key=f"k{i % 2}", unique_for=60) for i in range(4)]
+        results = await broker.enqueue(specs)
+        assert [r.created for r in results] == [True, True, False, False]
+        assert [r.id for r in results] == [specs[0].id, specs[1].id, specs[0].id, specs[1].id]
+
+    async def test_racing_producers_exactly_one_wins(
+        self, broker: FullBroker, open_broker: OpenAnother
+    ) -> None:
+        producers = [broker, *[await open_broker() for _ in range(3)]]
+        for round_no in range(5):
+            key = f"race:{round_no}"
+            specs = [build_spec("contract:job", i, unique_key=key, unique_for=60) for i in range(16)]
+            results = await asyncio.gather(
+                *(producers[i % len(producers)].enqueue([spec]) for i, spec in enumerate(specs))
+            )
+            flat = [r for batch in results for r in batch]
+            winners = [r for r in flat if r.created]
+            assert len(winners) == 1
+            assert {r.id for r in flat} == {winners[0].id}
+        assert len(await drain_ids(broker)) == 5

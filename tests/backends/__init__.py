@@ -1,0 +1,27 @@
+"""One module per backend under test; each opens brokers on an isolated namespace.
+
+A backend module defines ``NAME``, ``SERVICE`` (None, 'redis' or 'postgres') and
+``namespace_dsn(service_url, namespace) -> str`` (a DSN whose brokers see only this
+namespace, usable from subprocesses too) and ``async cleanup(service_url, namespace)``
+(remove the namespace's data and nothing else). Adding a backend to every contract and
+worker test is adding a module here and naming it in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+BACKENDS = ("memory", "redis", "postgres")
+
+
+def available() -> dict[str, ModuleType]:
+    """The backend modules present in this checkout, by name."""
+    found: dict[str, ModuleType] = {}
+    for name in BACKENDS:
+        try:
+            found[name] = importlib.import_module(f"tests.backends.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tests.backends.{name}":
+                raise
+    return found

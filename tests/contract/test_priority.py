@@ -1,0 +1,7 @@
+"""Contract: PriorityContract (see pqueue.testing.contract.priority), once per backend."""
+
+from pqueue.testing.contract import PriorityContract
+
+
+class TestPriority(PriorityContract):
+    pass

@@ -1,0 +1,82 @@
+"""Where the test suite finds Redis and Postgres, and what it does when it can't.
+
+Order: the DSN in ``PQUEUE_TEST_REDIS_URL`` / ``PQUEUE_TEST_POSTGRES_URL`` (defaults on
+127.0.0.1); if that server is unreachable and Docker runs, a testcontainers container;
+otherwise the backend's tests are skipped with a loud reason -- unless
+``PQUEUE_TEST_REQUIRE`` names the service (CI sets ``redis,postgres``), in which case the
+run fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+DEFAULT_URLS = {
+    "redis": "redis://127.0.0.1:6379/3",
+    "postgres": "postgresql://postgres@127.0.0.1:5432/test",
+}
+ENV_VARS = {"redis": "PQUEUE_TEST_REDIS_URL", "postgres": "PQUEUE_TEST_POSTGRES_URL"}
+
+
+@dataclass
+class Service:
+    name: str
+    url: str | None
+    problem: str | None = None
+    container: Any = None
+
+
+def required() -> set[str]:
+    """Services named in PQUEUE_TEST_REQUIRE: missing ones fail the run instead of skipping."""
+    return {s.strip() for s in os.environ.get("PQUEUE_TEST_REQUIRE", "").split(",") if s.strip()}
+
+
+def _reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    port = parts.port or (6379 if parts.scheme.startswith("redis") else 5432)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _start_container(name: str) -> tuple[str, Any] | None:
+    """Start a throwaway server with testcontainers when Docker is available."""
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env().ping()
+    except Exception:  # noqa: BLE001 - no Docker here: the caller reports why
+        return None
+    if name == "redis":
+        from testcontainers.redis import RedisContainer  # type: ignore[import-untyped]
+
+        redis_box = RedisContainer("redis:7").start()
+        return f"redis://{redis_box.get_container_host_ip()}:{redis_box.get_exposed_port(6379)}/0", redis_box
+    from testcontainers.postgres import PostgresContainer  # type: ignore[import-untyped]
+
+    pg_box = PostgresContainer("postgres:16", driver=None).start()
+    return pg_box.get_connection_url(), pg_box
+
+
+def discover(name: str) -> Service:
+    """Find a server for ``name`` ('redis' or 'postgres')."""
+    url = os.environ.get(ENV_VARS[name], DEFAULT_URLS[name])
+    if _reachable(url):
+        return Service(name, url)
+    started = _start_container(name)
+    if started is not None:
+        return Service(name, started[0], container=started[1])
+    return Service(
+        name,
+        None,
+        problem=(
+            f"{name} is unreachable at {url} (set {ENV_VARS[name]}) and Docker is not running "
+            "for testcontainers"
+        ),
+    )
