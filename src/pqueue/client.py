@@ -20,7 +20,8 @@ from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
 from pqueue.middleware import Middleware, MiddlewareChain
-from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE
+from pqueue.router import Router
+from pqueue.spec import DEFAULT_MAX_RECOVERIES
 from pqueue.task import Task
 
 
@@ -45,8 +46,10 @@ class Stats:
 class AsyncClient:
     """Producer and admin API for asyncio apps; ``async with AsyncClient(dsn) as client:``.
 
-    ``clock`` injects a test clock (see :func:`pqueue.connect`); ``options`` are
-    broker settings that override the DSN's query parameters.
+    With ``router``, jobs of a registered type take the handler's queue, max_retries
+    and timeout unless given. ``clock`` injects a test clock (see
+    :func:`pqueue.connect`); ``options`` are broker settings that override the DSN's
+    query parameters.
     """
 
     def __init__(
@@ -55,9 +58,11 @@ class AsyncClient:
         *,
         clock: Clock | None = None,
         middleware: Iterable[Middleware] = (),
+        router: Router | None = None,
         **options: Any,
     ) -> None:
         self.dsn = dsn
+        self.router = router
         self._broker = connect(dsn, clock=clock, **options)
         self._middleware = MiddlewareChain(middleware)
         self._opened = False
@@ -102,10 +107,10 @@ class AsyncClient:
         type: str,
         payload: JSONValue = None,
         *,
-        queue: str = DEFAULT_QUEUE,
+        queue: str | None = None,
         delay: float | timedelta | None = None,
         run_at: datetime | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | None = None,
         timeout: float | timedelta | None = None,
         unique_for: float | timedelta | None = None,
         unique_key: str | None = None,
@@ -115,6 +120,9 @@ class AsyncClient:
         job_id: str | None = None,
     ) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
+
+        ``queue`` defaults to ``"default"`` and ``max_retries`` to 3 (or the handler's,
+        when the client was given the router).
 
         When ``unique_for`` (with ``unique_key``, or a key derived from type, queue and
         payload) or ``job_id`` matches a job already held, nothing is stored and the
@@ -148,7 +156,7 @@ class AsyncClient:
 
         Every task is validated first, so one bad task raises and nothing is stored.
         """
-        specs = [task.to_spec() for task in tasks]
+        specs = [self._with_handler_defaults(task).to_spec() for task in tasks]
         if not specs:
             return []
         specs = self._middleware.before_enqueue(specs)
@@ -156,6 +164,10 @@ class AsyncClient:
         results = await broker.enqueue(specs)
         self._middleware.after_enqueue(specs, results)
         return results
+
+    def _with_handler_defaults(self, task: Task) -> Task:
+        handler = self.router.get(task.type) if self.router is not None else None
+        return task if handler is None else handler.defaults(task)
 
     # -- inspecting and admin -------------------------------------------------------
 

@@ -64,10 +64,11 @@ class Handler:
 
     def task(self, payload: JSONValue = None, **options: Any) -> Task:
         """A :class:`Task` of this type with this handler's defaults (for ``enqueue_many``)."""
-        options.setdefault("queue", self.queue)
-        options.setdefault("max_retries", self.max_retries)
-        options.setdefault("timeout", self.timeout)
-        return Task(self.name, payload, **options)
+        return self.defaults(Task(self.name, payload, **options))
+
+    def defaults(self, task: Task) -> Task:
+        """``task`` with its unset queue, max_retries and timeout taken from this handler."""
+        return task.with_defaults(self.queue, self.max_retries, self.timeout)
 
     def enqueue(self, payload: JSONValue = None, **options: Any) -> EnqueueResult:
         """Enqueue a job of this type through the router's client (blocking)."""
@@ -212,7 +213,7 @@ class Router:
                     raise ConfigError(
                         f"no DSN to enqueue to: pass Router(dsn=...), call router.use(dsn) or set {DSN_ENV}"
                     )
-                self._client, self._owns_client = Client(dsn), True
+                self._client, self._owns_client = Client(dsn, router=self), True
             return self._client
 
     def close(self) -> None:

@@ -22,7 +22,8 @@ from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
 from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
 from pqueue.middleware import Middleware
-from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE
+from pqueue.router import Router
+from pqueue.spec import DEFAULT_MAX_RECOVERIES
 from pqueue.task import Task
 
 T = TypeVar("T")
@@ -76,10 +77,11 @@ class Client:
         *,
         clock: Clock | None = None,
         middleware: Iterable[Middleware] = (),
+        router: Router | None = None,
         **options: Any,
     ) -> None:
         self.dsn = dsn
-        self._make = lambda: AsyncClient(dsn, clock=clock, middleware=middleware, **options)
+        self._make = lambda: AsyncClient(dsn, clock=clock, middleware=middleware, router=router, **options)
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._runner: _LoopThread | None = _LoopThread(self._make)  # a bad DSN fails here
@@ -127,10 +129,10 @@ class Client:
         type: str,
         payload: JSONValue = None,
         *,
-        queue: str = DEFAULT_QUEUE,
+        queue: str | None = None,
         delay: float | timedelta | None = None,
         run_at: datetime | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retries: int | None = None,
         timeout: float | timedelta | None = None,
         unique_for: float | timedelta | None = None,
         unique_key: str | None = None,

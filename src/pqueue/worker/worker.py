@@ -101,11 +101,17 @@ class Worker:
         self._wake = asyncio.Event()
         self._executor: Executor | None = None
         self._settler: Settler | None = None
+        self._running = False
         router.use_default(dsn)
 
     @property
     def id(self) -> str:
         return self.settings.worker_id
+
+    @property
+    def is_running(self) -> bool:
+        """True from the moment the worker claims jobs until its drain begins."""
+        return self._running
 
     @property
     def held(self) -> int:
@@ -173,6 +179,7 @@ class Worker:
             await asyncio.to_thread(sidecar.start)
             settler.start()
             self._log_start()
+            self._running = True
             claimer = asyncio.create_task(self._claim_loop(broker), name="pqueue-claim")
             stopper = asyncio.create_task(self._stop_event.wait())
             await asyncio.wait({claimer, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -183,7 +190,7 @@ class Worker:
             if sidecar is not None:
                 await asyncio.to_thread(sidecar.stop)
             await broker.close()
-            self._loop = None
+            self._loop, self._running = None, False
             log.info("worker %s stopped: %s", self.id, self.counters.as_dict())
 
     def _info(self) -> WorkerInfo:
@@ -310,7 +317,7 @@ class Worker:
     async def _drain(self, claimer: asyncio.Task[None]) -> None:
         """Stop claiming, let running jobs finish until the timeout, hand back the rest."""
         assert self._executor is not None and self._settler is not None
-        self._stopping = True
+        self._stopping, self._running = True, False
         self._wake.set()
         self._slots.set()
         await asyncio.wait({claimer})
