@@ -73,10 +73,9 @@ def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
             f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
             "bool or None (no NaN/Infinity)"
         ) from exc
-    if len(text) > max_bytes and len(text.encode()) > max_bytes:
-        raise PayloadTooLarge(
-            f"payload is {len(text.encode())} bytes encoded; the limit is {max_bytes} bytes"
-        )
+    # A UTF-8 character is at most 4 bytes: only long texts need the exact byte count.
+    if len(text) * 4 > max_bytes and (size := len(text.encode())) > max_bytes:
+        raise PayloadTooLarge(f"payload is {size} bytes encoded; the limit is {max_bytes} bytes")
     return text
 
 
