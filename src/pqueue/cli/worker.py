@@ -84,11 +84,11 @@ def run(args: argparse.Namespace) -> int:
     args.router = args.router or os.environ.get("PQUEUE_ROUTER")
     if args.strict is None:
         args.strict = from_env("--strict", boolean, False)
-    configure_logging(args.log_level, args.log_format)
     if not args.router:
         raise ConfigError("name the router: pqueue worker MODULE:ROUTER (or set PQUEUE_ROUTER)")
     if not args.dsn:
         raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
+    configure_logging(args.log_level, args.log_format)
     if args.processes > 1:
         from pqueue.supervisor import Supervisor
 
