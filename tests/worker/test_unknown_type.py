@@ -40,7 +40,7 @@ async def test_unknown_type_backs_off_as_the_job_ages(
     async with running(make_worker(Router(), unknown_type_max_delay=300)) as worker:
         for bounce in range(1, 16):
             job = await settled(client, job_id, JobStatus.SCHEDULED)
-            await eventually(lambda b=bounce: worker.counters.unknown == b)
+            await eventually(lambda b=bounce: worker.counters.released == b)  # handed back
             job = await client.get_job(job_id)
             delays.append(job.run_at.timestamp() - clock.now())
             clock.advance(delays[-1] + 0.001)
