@@ -116,21 +116,19 @@ class Sidecar:
                 self._every(s.recover_interval, jobs.recover, "recover"),
                 self._every(s.prune_interval, jobs.prune, "prune"),
             ]
-        tasks = [asyncio.create_task(loop) for loop in loops]
-        try:
-            await self._stop.wait()
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        # The loops end by themselves once stop is set: a broker call in flight is never
+        # cancelled (some drivers swallow a cancellation that lands mid-command).
+        await asyncio.gather(*loops)
 
     async def _every(self, interval: float, step: Callable[[], Awaitable[object]], name: str) -> None:
-        """Run ``step`` every ``interval`` seconds; errors are logged and the loop goes on."""
+        """Run ``step`` every ``interval`` seconds until stopped; errors are logged and the loop goes on."""
+        assert self._stop is not None
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stop.is_set():
             started = loop.time()
             try:
                 await step()
             except Exception as exc:  # noqa: BLE001 - a broker outage must not end the heartbeat
                 log.warning("%s failed (%s: %s); retrying", name, type(exc).__name__, exc)
-            await asyncio.sleep(max(0.0, interval - (loop.time() - started)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), max(0.0, interval - (loop.time() - started)))
