@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
+
+import pytest
 
 from pqueue import AsyncClient, Job, JobStatus, Router, Task
+from pqueue.brokers.memory import MemoryBroker
+from tests.conftest import only_backends
 from tests.worker.conftest import MakeWorker, eventually, running, settled
 
 
@@ -63,3 +68,27 @@ async def test_sync_jobs_never_exceed_concurrency(client: AsyncClient, make_work
         for r in results:
             await settled(client, r.id)
     assert peak == 2 and worker.counters.completed == 10
+
+
+@only_backends("memory")
+async def test_slow_acks_hold_back_claims_without_stalling_them(
+    client: AsyncClient, make_worker: MakeWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When acks lag, the worker stops claiming until they catch up -- and then goes on."""
+    real_ack = MemoryBroker.ack
+
+    async def slow_ack(self: MemoryBroker, leases: Any, results_json: Any = None) -> list[bool]:
+        await asyncio.sleep(0.02)
+        return await real_ack(self, leases, results_json)
+
+    monkeypatch.setattr(MemoryBroker, "ack", slow_ack)
+    router = Router()
+
+    @router.task("quick")
+    async def quick(job: Job) -> None: ...
+
+    results = await client.enqueue_many([Task("quick", i) for i in range(300)])
+    async with running(make_worker(router, concurrency=2)) as worker:
+        await eventually(lambda: worker.counters.completed == 300, what="every job to complete")
+    statuses = {(await client.get_job(r.id)).status for r in results}
+    assert statuses == {JobStatus.COMPLETED}

@@ -66,9 +66,16 @@ class Settler:
     """Acks in batches, fails and releases one by one, and reports every outcome."""
 
     def __init__(
-        self, broker: FullBroker, book: LeaseBook, middleware: MiddlewareChain, counters: WorkerCounters
+        self,
+        broker: FullBroker,
+        book: LeaseBook,
+        middleware: MiddlewareChain,
+        counters: WorkerCounters,
+        *,
+        on_acked: Callable[[], None] = lambda: None,
     ) -> None:
         self.broker = broker
+        self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
         self.counters = counters
@@ -146,6 +153,7 @@ class Settler:
                     await self._ack(batch)
                 finally:
                     self._in_flight = 0
+                    self.on_acked()  # the backlog shrank: a claim loop held back by it may go on
             self._idle.set()
 
     async def _ack(self, batch: list[_Done]) -> None:

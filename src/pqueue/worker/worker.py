@@ -156,7 +156,9 @@ class Worker:
         await broker.open()
         sidecar: Sidecar | None = None
         try:
-            settler = self._settler = Settler(broker, self._book, self._middleware, self.counters)
+            settler = self._settler = Settler(
+                broker, self._book, self._middleware, self.counters, on_acked=self._slots.set
+            )
             self._executor = Executor(
                 broker=broker,
                 router=self.router,
