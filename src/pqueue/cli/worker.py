@@ -92,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
     if args.processes > 1:
         from pqueue.supervisor import Supervisor
 
+        if args.dsn.startswith("memory:"):
+            log.warning(
+                "memory:// lives in one process: %d worker processes will not share jobs", args.processes
+            )
+
         load_router(args.router)  # fail here, once, rather than in every child
         return Supervisor(child_command(args), args.processes).run()
     return serve(args)

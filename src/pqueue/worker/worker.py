@@ -150,7 +150,9 @@ class Worker:
         self._slots, self._all_done, self._wake = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._stopping, self._busy = False, 0
         self._all_done.set()
+        self._threads = HandlerThreads()
         if self._stop_early:
+            self._stop_early = False
             self._stop_event.set()
         broker = connect(self.dsn, clock=self._clock, **self._options)
         await broker.open()
