@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
@@ -35,6 +36,9 @@ class ShutdownSignals:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> ShutdownSignals:
+        if threading.current_thread() is not threading.main_thread():
+            log.warning("not on the main thread: SIGTERM/SIGINT are not handled; call stop() to drain")
+            return self
         for signum in SIGNALS:
             self._previous[signum] = signal.signal(signum, self.handle)
         return self

@@ -140,14 +140,17 @@ class HandlerThreads:
             call = self._queue.get()
             if call is None:
                 return
-            self._run(call)
+            outcome = self._run(call)
             with self._lock:
-                self._idle += 1
+                self._idle += 1  # before the loop hears back, so its next submit reuses this thread
+            if outcome is not None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is gone
+                    call.loop.call_soon_threadsafe(call._deliver, outcome)
 
-    def _run(self, call: ThreadCall) -> None:
+    def _run(self, call: ThreadCall) -> Outcome | None:
         with self._lock:
             if call.state != _QUEUED:
-                return
+                return None
             call.state, call.ident = _RUNNING, threading.get_ident()
         outcome: Outcome
         try:
@@ -159,8 +162,7 @@ class HandlerThreads:
         except JobTimeout as exc:  # the interrupt landed just after the handler returned
             outcome = (False, exc)
             self._finish(call)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the worker is gone
-            call.loop.call_soon_threadsafe(call._deliver, outcome)
+        return outcome
 
     def _finish(self, call: ThreadCall) -> None:
         """Mark the call done; clear an interrupt that was sent but not yet delivered."""

@@ -121,7 +121,10 @@ class Worker:
     # -- lifecycle --------------------------------------------------------------------
 
     def run(self) -> int:
-        """Serve until SIGTERM/SIGINT, drain, and return the exit code (0)."""
+        """Serve until SIGTERM/SIGINT, drain, and return the exit code (0).
+
+        Call it from the main thread (signal handlers live there); elsewhere use :meth:`serve`.
+        """
 
         async def main() -> int:
             with ShutdownSignals(self.stop):
@@ -158,19 +161,7 @@ class Worker:
         await broker.open()
         sidecar: Sidecar | None = None
         try:
-            settler = self._settler = Settler(
-                broker, self._book, self._middleware, self.counters, on_acked=self._slots.set
-            )
-            self._executor = Executor(
-                broker=broker,
-                router=self.router,
-                settings=self.settings,
-                book=self._book,
-                threads=self._threads,
-                settler=settler,
-                middleware=self._middleware,
-                counters=self.counters,
-            )
+            settler = self._assemble(broker)
             sidecar = Sidecar(
                 self.dsn,
                 self.settings,
@@ -196,6 +187,23 @@ class Worker:
             await broker.close()
             self._loop, self._running = None, False
             log.info("worker %s stopped: %s", self.id, self.counters.as_dict())
+
+    def _assemble(self, broker: FullBroker) -> Settler:
+        """Build the settler and the executor on this serve's broker."""
+        settler = self._settler = Settler(
+            broker, self._book, self._middleware, self.counters, on_acked=self._slots.set
+        )
+        self._executor = Executor(
+            broker=broker,
+            router=self.router,
+            settings=self.settings,
+            book=self._book,
+            threads=self._threads,
+            settler=settler,
+            middleware=self._middleware,
+            counters=self.counters,
+        )
+        return settler
 
     def _info(self) -> WorkerInfo:
         from pqueue import __version__
