@@ -53,13 +53,23 @@ def channel_for(schema: str) -> str:
 
 
 def parse_named(text: str) -> dict[str, str]:
-    """Split a file of ``-- name: x`` blocks into {name: statement} (no trailing ';')."""
+    """Split a file of ``-- name: x`` blocks into {name: statement}.
+
+    The description comment is dropped and replaced by a ``-- pqueue:<name>`` tag, so the
+    statement is recognisable in ``pg_stat_activity`` and the server log.
+    """
     parts = _NAME_LINE.split(text)
     blocks: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in blocks:
             raise ValueError(f"queries.sql: {name!r} is defined twice")
-        blocks[name] = body.strip().rstrip(";").strip()
+        lines = body.strip().splitlines()
+        while lines and lines[0].startswith("--"):
+            lines.pop(0)
+        statement = "\n".join(lines).strip().rstrip(";").strip()
+        if not statement:
+            raise ValueError(f"queries.sql: {name!r} has no statement")
+        blocks[name] = f"-- pqueue:{name}\n{statement}"
     return blocks
 
 
