@@ -11,6 +11,7 @@ reasoning. Anything still failing surfaces as :class:`~pqueue.errors.BrokerUnava
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -18,8 +19,11 @@ from typing import Any, LiteralString
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.adapt import AdaptersMap
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
+from psycopg.types.json import set_json_loads
+from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
@@ -57,9 +61,29 @@ def translated(schema: str, dsn: str = "postgresql://...") -> Iterator[None]:
         raise BrokerError(f"Postgres error: {exc}") from exc
 
 
+def _json_loads(data: str | bytes) -> Any:
+    """JSON column text to Python; ``{}`` and ``[]`` (empty meta, no errors) cost nothing."""
+    if data == b"{}":
+        return {}
+    if data == b"[]":
+        return []
+    return json.loads(bytes(data).decode() if not isinstance(data, str) else data)
+
+
+def _adapters() -> AdaptersMap:
+    """psycopg's defaults, but uuid columns load as str and JSON decodes from str."""
+    adapters = AdaptersMap(psycopg.adapters)
+    adapters.register_loader("uuid", TextLoader)
+    set_json_loads(_json_loads, adapters)
+    return adapters
+
+
+ADAPTERS = _adapters()
+
+
 def connection_kwargs(config: PostgresConfig) -> dict[str, Any]:
     """Session settings for every broker connection (pool and listener)."""
-    kwargs: dict[str, Any] = {"autocommit": True}
+    kwargs: dict[str, Any] = {"autocommit": True, "context": ADAPTERS}
     if "application_name" not in conninfo_to_dict(config.conninfo):
         kwargs["application_name"] = f"pqueue/{config.schema}"
     return kwargs

@@ -9,7 +9,9 @@
 --                     clock's time when the broker has one, else the server's. Statement
 --                     time, not transaction time, so a job enqueued late in a caller's long
 --                     transaction is stamped when it was enqueued.
--- Parameters are psycopg named placeholders (%(name)s); no literal percent signs.
+-- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
+-- statements (binary format: no text quoting to build, about 4x cheaper for the client).
+-- No literal percent signs.
 --
 -- Notifications carry "<queue> <seconds until its earliest new job is due>"; the listener
 -- wakes idle claimers at once for 0 and lowers their sleep for a later time.
@@ -26,10 +28,10 @@ WITH input AS (
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0)))
                AS due_at
     FROM unnest(
-        %(id)s::uuid[], %(queue)s::text[], %(type)s::text[], %(payload)s::text[],
-        %(at_epoch)s::float8[], %(delay)s::float8[], %(max_retries)s::int[],
-        %(max_recoveries)s::int[], %(timeout)s::float8[], %(unique_key)s::text[],
-        %(unique_for)s::float8[], %(idempotency_key)s::text[], %(meta)s::text[]
+        %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
+        %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
+        %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
+        %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
                            meta, ord)
@@ -115,7 +117,7 @@ UPDATE {schema}.jobs AS t SET
     result = d.result::json,
     lease_token = NULL,
     lease_expires_at = NULL
-FROM unnest(%(id)s::uuid[], %(token)s::bigint[], %(result)s::text[]) AS d(id, token, result)
+FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
 WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
 RETURNING t.id;
 
@@ -163,7 +165,7 @@ WITH moved AS (
                       THEN 'scheduled' ELSE 'pending' END,
         lease_token = NULL,
         lease_expires_at = NULL
-    FROM unnest(%(id)s::uuid[], %(token)s::bigint[]) AS d(id, token)
+    FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
     WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
     RETURNING t.id, t.queue, t.run_at
 ),
@@ -178,7 +180,7 @@ SELECT moved.id FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 -- Push the deadline of leases that are still current to now + lease_for.
 UPDATE {schema}.jobs AS t SET
     lease_expires_at = {now} + make_interval(secs => %(lease_for)s)
-FROM unnest(%(id)s::uuid[], %(token)s::bigint[]) AS d(id, token)
+FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
 RETURNING t.id;
 
