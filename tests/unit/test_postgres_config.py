@@ -89,3 +89,13 @@ def test_named_blocks_parse_and_refuse_duplicates() -> None:
 
 def test_migrations_are_numbered_without_gaps() -> None:
     assert [m.version for m in migrations()] == list(range(1, latest_version() + 1))
+
+
+def test_prepared_statements_can_be_turned_off_for_old_poolers() -> None:
+    from pqueue.brokers.postgres.connection import connection_kwargs
+
+    assert PostgresConfig.from_url("postgresql://db/app").prepare is True
+    off = PostgresConfig.from_url("postgresql://db/app?prepare=false")
+    assert off.prepare is False and connection_kwargs(off)["prepare_threshold"] is None
+    with pytest.raises(ConfigError, match="prepare"):
+        PostgresConfig.from_url("postgresql://db/app?prepare=maybe")

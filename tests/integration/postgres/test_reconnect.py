@@ -68,3 +68,15 @@ async def test_an_unreachable_server_is_broker_unavailable() -> None:
     with pytest.raises(BrokerUnavailable, match=r"127\.0\.0\.1:9/"):
         await broker.open()
     await broker.close()
+
+
+async def test_without_prepared_statements_nothing_is_prepared(open_pg: OpenPg) -> None:
+    broker = await open_pg(prepare=False)
+    for _ in range(8):  # more than psycopg's automatic threshold
+        await broker.enqueue([build_spec("re:job")])
+        assert await broker.ack(await broker.claim(["default"], worker_id="w", limit=1, lease_for=30)) == [
+            True
+        ]
+    async with broker.db._pool.connection() as own:  # the view is per session: ask the broker's
+        cur = await own.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert await cur.fetchone() == (0,)

@@ -1,7 +1,7 @@
 """Postgres broker settings, read from the DSN and keyword options.
 
 pqueue's own query parameters (``schema``, ``retention``, ``pool_min``, ``pool_max``,
-``pool_timeout``) are taken out of the DSN; everything else (host, sslmode,
+``pool_timeout``, ``prepare``) are taken out of the DSN; everything else (host, sslmode,
 connect_timeout, application_name, ...) goes to libpq untouched.
 """
 
@@ -22,7 +22,8 @@ DEFAULT_RETENTION = 24 * 3600.0
 _SCHEMES = ("postgresql", "postgres")
 _FLOATS = {"retention": DEFAULT_RETENTION, "pool_timeout": 10.0}
 _INTS = {"pool_min": 1, "pool_max": 10}
-OWN_OPTIONS = frozenset({"schema", *_FLOATS, *_INTS})
+OWN_OPTIONS = frozenset({"schema", "prepare", *_FLOATS, *_INTS})
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,8 @@ class PostgresConfig:
     pool_min: int = 1
     pool_max: int = 10
     pool_timeout: float = 10.0
+    prepare: bool = True
+    """Use server-side prepared statements (turn off behind PgBouncer < 1.21 in transaction mode)."""
 
     @property
     def redacted(self) -> str:
@@ -64,6 +67,7 @@ class PostgresConfig:
         return cls(
             conninfo=conninfo,
             schema=validate_schema(str(ours.get("schema", DEFAULT_SCHEMA))),
+            prepare=_flag("prepare", ours.get("prepare", True)),
             **{k: _number(k, ours.get(k, default), float) for k, default in _FLOATS.items()},  # type: ignore[arg-type]
             **{k: _number(k, ours.get(k, default), int) for k, default in _INTS.items()},  # type: ignore[arg-type]
         ).checked()
@@ -77,6 +81,15 @@ class PostgresConfig:
         if self.pool_timeout <= 0:
             raise ConfigError("postgres broker: pool_timeout must be > 0 seconds")
         return self
+
+
+def _flag(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).lower()
+    if text not in _TRUE | _FALSE:
+        raise ConfigError(f"postgres broker: {name} must be true or false, got {value!r}")
+    return text in _TRUE
 
 
 def _number(name: str, value: object, kind: type[float] | type[int]) -> float | int:

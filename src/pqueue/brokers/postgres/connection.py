@@ -84,6 +84,8 @@ ADAPTERS = _adapters()
 def connection_kwargs(config: PostgresConfig) -> dict[str, Any]:
     """Session settings for every broker connection (pool and listener)."""
     kwargs: dict[str, Any] = {"autocommit": True, "context": ADAPTERS}
+    if not config.prepare:
+        kwargs["prepare_threshold"] = None  # never prepare, not even after repeated use
     if "application_name" not in conninfo_to_dict(config.conninfo):
         kwargs["application_name"] = f"pqueue/{config.schema}"
     return kwargs
@@ -147,7 +149,7 @@ class Database:
             factory: Any = dict_row if as_dicts else tuple_row
             try:
                 async with conn.cursor(row_factory=factory) as cur:
-                    await cur.execute(query, params, prepare=prepare)
+                    await cur.execute(query, params, prepare=prepare and self.config.prepare)
                     return await cur.fetchall() if cur.description is not None else []
             except psycopg.OperationalError as exc:
                 if conn.broken or conn.closed:
