@@ -8,7 +8,7 @@ from psycopg import sql
 
 from pqueue.clock import ManualClock
 from pqueue.errors import CorruptJob
-from pqueue.job import JobStatus
+from pqueue.job import ErrorInfo, JobStatus
 from pqueue.spec import build_spec
 from tests.integration.postgres.conftest import OpenPg
 
@@ -50,3 +50,14 @@ async def test_prune_deletes_in_bounded_batches_and_frees_expired_keys(
     assert await broker.counts() == {"default": dict.fromkeys(JobStatus, 0)}
     [(keys,)] = _execute(pg_url, schema_name, "SELECT count(*) FROM {s}.unique_keys")
     assert keys == 0
+
+
+async def test_an_error_message_with_nul_characters_is_still_recorded(open_pg: OpenPg) -> None:
+    broker = await open_pg()
+    [created] = await broker.enqueue([build_spec("c:job")])
+    [lease] = await broker.claim(["default"], worker_id="w", limit=1, lease_for=30)
+    error = ErrorInfo("ValueError", "bad byte \x00 here", traceback="Traceback\x00...")
+    assert await broker.fail(lease, error, retry_in=None) is True
+    job = await broker.get_job(created.id)
+    assert job.status is JobStatus.DEAD
+    assert job.last_error is not None and job.last_error.message == "bad byte \ufffd here"

@@ -29,6 +29,11 @@ LISTEN_START_TIMEOUT = 5.0
 """Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
 
 
+def _text(value: str) -> str:
+    """Postgres text cannot hold NUL; an exception message may. Keep the rest of it."""
+    return value.replace("\x00", "\ufffd")
+
+
 class PostgresBroker(PostgresAdmin):
     """The Postgres backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
 
@@ -116,9 +121,9 @@ class PostgresBroker(PostgresAdmin):
             id=job_id,
             token=token,
             retry_in=retry_in,
-            kind=error.kind,
-            message=error.message,
-            traceback=error.traceback,
+            kind=_text(error.kind),
+            message=_text(error.message),
+            traceback=_text(error.traceback),
             keep=MAX_ERROR_HISTORY,
         )
 
