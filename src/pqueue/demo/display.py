@@ -102,8 +102,8 @@ def render_table(result: DemoResult) -> str:
     total_runs = sum(len(v) for v in t.durations.values())
     lines += [
         "",
-        f"{result.created} jobs in {result.elapsed:.1f}s ({result.created / result.elapsed:,.0f} jobs/s) "
-        f"on {result.workers} workers x {result.concurrency} slots; {total_runs} handler runs",
+        f"{result.created} jobs settled in {result.elapsed:.1f}s (the delayed ones were due up to 3 s "
+        f"after enqueue) by {result.workers} workers x {result.concurrency} slots; {total_runs} handler runs",
         f"unique: {result.refused} duplicate reports refused at enqueue (the existing job's id returned)",
         f"idempotency: {sum(n for (_, o), n in t.outcomes.items() if o is Outcome.DUPLICATE)} duplicate "
         "charge deliveries acked without running; each charge ran exactly once",

@@ -153,7 +153,14 @@ async def run_demo(
                 worker.stop()
             await asyncio.gather(*serving)
         elapsed = time.perf_counter() - started
-        wrong, by_type, expected_by_type = await _verify(client, plan, [r.id for r in results])
+        ids = [r.id for r in results]
+        wrong, by_type, expected_by_type = await _verify(client, plan, ids)
+        # Leave no dead demo jobs in a real server's dead-letter queue (completed ones are
+        # pruned after the broker's retention like any other).
+        dead = [
+            job_id for job_id, expected in zip(ids, plan.expected, strict=True) if expected is JobStatus.DEAD
+        ]
+        await client.purge_dead(job_ids=dead)
     wrong += [f"unique report enqueued twice: {r.id}" for r in repeats if r.created]
     wrong += [f"charge {key} ran {n} times" for key, n in sorted(tasks.charges.items()) if n != 1]
     return DemoResult(
