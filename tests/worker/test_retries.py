@@ -137,3 +137,31 @@ async def test_retry_after_counts_against_max_retries(client: AsyncClient, make_
     async with running(make_worker(router)):
         job = await settled(client, job_id)
     assert job.status is JobStatus.DEAD and job.last_error is not None and job.last_error.kind == "Retry"
+
+
+async def test_base_exceptions_from_handlers_fail_the_job_not_the_worker(
+    client: AsyncClient, make_worker: MakeWorker
+) -> None:
+    router = Router()
+
+    @router.task("exit:async", max_retries=0)
+    async def exit_async(job: Job) -> None:
+        raise SystemExit(3)
+
+    @router.task("exit:sync", max_retries=0)
+    def exit_sync(job: Job) -> None:
+        raise KeyboardInterrupt
+
+    @router.task("fine")
+    async def fine(job: Job) -> str:
+        return "still serving"
+
+    a = (await client.enqueue_task(exit_async.task())).id
+    s = (await client.enqueue_task(exit_sync.task())).id
+    async with running(make_worker(router, concurrency=1)):
+        assert [(await settled(client, i)).last_error.kind for i in (a, s)] == [
+            "SystemExit",
+            "KeyboardInterrupt",
+        ]  # type: ignore[union-attr]
+        later = (await client.enqueue("fine")).id
+        assert (await settled(client, later)).result == "still serving"

@@ -116,7 +116,12 @@ class Executor:
         try:
             async with scope:
                 value = await handler.fn(job)
-        except Exception as exc:  # noqa: BLE001 - any handler error is the job's outcome
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the worker cancelled it (drain past its timeout): not the job's failure
+            return False, exc  # the handler's own (e.g. a cancelled future it awaited)
+        except BaseException as exc:  # noqa: BLE001 - any handler error is the job's outcome
             if scope.expired():
                 return False, _timeout(timeout, exc)
             return False, exc

@@ -289,7 +289,9 @@ class Worker:
         assert self._executor is not None
         try:
             await self._executor.run(lease)
-        except Exception:
+        except asyncio.CancelledError:
+            raise  # the drain cancelled it after handing the job back
+        except BaseException:
             log.exception(
                 "internal error running job %s; its lease will expire and it will run again", lease.job.id
             )
