@@ -10,7 +10,7 @@ enqueue path the error reaches the caller and nothing is enqueued.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -113,8 +113,8 @@ class MiddlewareChain:
             _guard(m.after_job, report)
 
 
-def _guard(hook: object, *args: object) -> None:
+def _guard(hook: Callable[..., object], *args: object) -> None:
     try:
-        hook(*args)  # type: ignore[operator]
+        hook(*args)
     except Exception:
         log.exception("middleware hook %s failed; ignored", getattr(hook, "__qualname__", hook))
