@@ -24,6 +24,9 @@ POLL = 0.2
 YOUNG = 10.0
 """A child that dies within this many seconds of its start counts as crash-looping."""
 MAX_BACKOFF = 30.0
+GIVE_UP_AFTER = 5
+"""Consecutive young deaths of one child after which the whole pool stops (exit 1): a
+worker that cannot start (bad DSN, broken import) is for the orchestrator to see."""
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Supervisor:
         self.command = list(command)
         self.processes = processes
         self.signals = 0
+        self.gave_up = False
         self._children: dict[int, _Child] = {}
         self._restart_at: dict[int, tuple[float, int]] = {}  # slot -> (when, failures)
 
@@ -82,6 +86,17 @@ class Supervisor:
                     codes[slot] = code if code >= 0 else 128 - code  # -N: killed by signal N
                     continue
                 failures = child.failures + 1 if now - child.started < YOUNG else 0
+                if failures >= GIVE_UP_AFTER:
+                    log.critical(
+                        "worker process %d died %d times in a row right after starting (last exit code %d); "
+                        "stopping all worker processes",
+                        slot + 1,
+                        failures,
+                        code,
+                    )
+                    self.gave_up = True
+                    self._on_signal(signal.SIGTERM, None)
+                    continue
                 delay = min(MAX_BACKOFF, 0.5 * 2**failures) if failures else 0.0
                 log.error(
                     "worker process %d (pid %d) exited with %d; restarting in %.1fs",
@@ -98,4 +113,6 @@ class Supervisor:
             time.sleep(POLL)
         bad = [code for code in codes.values() if code != 0]
         log.info("all worker processes stopped%s", f" (exit codes {sorted(codes.values())})" if bad else "")
+        if self.gave_up:
+            return 1
         return bad[0] if bad else 0

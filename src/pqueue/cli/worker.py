@@ -14,6 +14,7 @@ import sys
 import threading
 from typing import Any
 
+from pqueue.brokers import known_schemes, redact
 from pqueue.cli._app import load_router
 from pqueue.cli._options import add_flag, boolean, from_env, resolve
 from pqueue.errors import ConfigError
@@ -88,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("name the router: pqueue worker MODULE:ROUTER (or set PQUEUE_ROUTER)")
     if not args.dsn:
         raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
+    scheme = args.dsn.split("://", 1)[0].lower() if "://" in args.dsn else ""
+    if scheme not in known_schemes():
+        raise ConfigError(f"--dsn {redact(args.dsn)!r}: use one of {', '.join(known_schemes())}://...")
     configure_logging(args.log_level, args.log_format)
     if args.processes > 1:
         from pqueue.supervisor import Supervisor
