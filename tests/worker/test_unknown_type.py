@@ -22,7 +22,9 @@ async def test_unknown_type_is_handed_back_without_burning_an_attempt(
     async with running(make_worker(old)) as worker:
         job = await settled(client, job_id, JobStatus.SCHEDULED)
         await eventually(lambda: worker.counters.unknown == 1)
-    assert job.attempt == 0 and job.errors == ()  # not a failure of the job: no attempt burnt
+    assert job.attempt == 0  # not a failure of the job: no attempt burnt
+    assert [e.kind for e in job.errors] == ["UnknownJobType"]  # but the reason is on record
+    assert "no handler for job type 'report:new'" in job.errors[0].message
     assert job.run_at.timestamp() > clock.now()
     assert worker.counters.released == 1
     # The rolling deploy finishes: a worker that knows the type runs it on its first attempt.

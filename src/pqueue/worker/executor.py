@@ -211,7 +211,8 @@ class Executor:
         # seconds, a type nobody knows costs one claim every few minutes.
         age = max(0.0, await self.broker.now() - job.created_at.timestamp())
         delay = min(self.settings.unknown_type_max_delay, max(1.0, age / 4)) * random.uniform(0.8, 1.2)
-        await self.settler.release([lease], delay=delay, reason=reason)
+        note = ErrorInfo("UnknownJobType", f"{reason}; handed back for {delay:.0f} s")
+        await self.settler.release([lease], delay=delay, reason=reason, note=note)
 
     # -- idempotency keys ---------------------------------------------------------------
 

@@ -121,12 +121,15 @@ class Settler:
         outcome = (Outcome.RETRY if retry_in is not None else Outcome.DEAD) if ok else Outcome.LOST
         self.report(JobReport(lease.job, outcome, duration, error, retry_in if ok else None))
 
-    async def release(self, leases: list[Lease], *, delay: float = 0.0, reason: str) -> None:
-        """Hand jobs back unrun or unfinished, without burning an attempt."""
+    async def release(
+        self, leases: list[Lease], *, delay: float = 0.0, reason: str, note: ErrorInfo | None = None
+    ) -> None:
+        """Hand jobs back unrun or unfinished, without burning an attempt; ``note`` goes
+        into each job's error history."""
         if not leases:
             return
         try:
-            oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay))
+            oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
         except Exception:
             log.exception("could not hand back %d job(s); their leases will expire", len(leases))
             oks = [False] * len(leases)

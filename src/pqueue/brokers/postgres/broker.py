@@ -127,11 +127,22 @@ class PostgresBroker(PostgresAdmin):
             keep=MAX_ERROR_HISTORY,
         )
 
-    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
         if not leases:
             return []
         ids, tokens = lease_arrays(leases)
-        rows = await self.db.rows(self._q["release"], self._params(id=ids, token=tokens, delay=delay))
+        params = self._params(
+            id=ids,
+            token=tokens,
+            delay=delay,
+            kind=None if note is None else _text(note.kind),
+            message=None if note is None else _text(note.message),
+            traceback=None if note is None else _text(note.traceback),
+            keep=MAX_ERROR_HISTORY,
+        )
+        rows = await self.db.rows(self._q["release"], params)
         return settled(leases, rows)
 
     async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:

@@ -155,10 +155,20 @@ SELECT moved.status FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notifi
 
 
 -- name: release
--- Hand leased jobs back unrun: attempt - 1, same place in line unless delayed.
+-- Hand leased jobs back unrun: attempt - 1, same place in line unless delayed; a note
+-- (kind NOT NULL) is added to the error history.
 WITH moved AS (
     UPDATE {schema}.jobs AS t SET
         attempt = t.attempt - 1,
+        errors = CASE WHEN %(kind)s::text IS NULL THEN t.errors ELSE {schema}.append_error(
+            t.errors,
+            jsonb_build_object(
+                'kind', %(kind)s::text, 'message', %(message)s::text,
+                'traceback', %(traceback)s::text, 'attempt', t.attempt,
+                'at', extract(epoch FROM {now})
+            ),
+            %(keep)s
+        ) END,
         run_at = CASE WHEN %(delay)s::float8 > 0
                       THEN {now} + make_interval(secs => %(delay)s::float8) ELSE t.run_at END,
         status = CASE WHEN %(delay)s::float8 > 0 OR t.run_at > {now}
