@@ -73,8 +73,10 @@ class Settler:
         counters: WorkerCounters,
         *,
         on_acked: Callable[[], None] = lambda: None,
+        ack_interval: float = 0.0,
     ) -> None:
         self.broker = broker
+        self.ack_interval = ack_interval
         self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
@@ -149,6 +151,8 @@ class Settler:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            if self.ack_interval:
+                await asyncio.sleep(self.ack_interval)  # let more jobs finish: one ack for all
             while self._pending:
                 batch, self._pending = self._pending, []
                 self._in_flight = len(batch)
