@@ -19,10 +19,10 @@ from typing import Any, LiteralString
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.adapt import AdaptersMap
+from psycopg.abc import Buffer
+from psycopg.adapt import AdaptersMap, Loader
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row, tuple_row
-from psycopg.types.json import set_json_loads
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -61,20 +61,36 @@ def translated(schema: str, dsn: str = "postgresql://...") -> Iterator[None]:
         raise BrokerError(f"Postgres error: {exc}") from exc
 
 
-def _json_loads(data: str | bytes) -> Any:
-    """JSON column text to Python; ``{}`` and ``[]`` (empty meta, no errors) cost nothing."""
-    if data == b"{}":
-        return {}
-    if data == b"[]":
-        return []
-    return json.loads(bytes(data).decode() if not isinstance(data, str) else data)
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+class JsonLoader(Loader):
+    """JSON column text to Python; ``{}`` and ``[]`` (empty meta, no errors) cost nothing.
+
+    Postgres has validated the text, so whatever follows the first value is whitespace:
+    the decoder's ``raw_decode`` skips ``json.loads``'s trailing-text check (about half
+    its cost on small payloads). Leading whitespace (possible in rows written by hand)
+    falls back to ``json.loads``.
+    """
+
+    def load(self, data: Buffer) -> Any:
+        if data == b"{}":
+            return {}
+        if data == b"[]":
+            return []
+        text = str(data, "utf-8")
+        try:
+            return _raw_decode(text)[0]
+        except ValueError:
+            return json.loads(text)
 
 
 def _adapters() -> AdaptersMap:
-    """psycopg's defaults, but uuid columns load as str and JSON decodes from str."""
+    """psycopg's defaults, but uuid columns load as str and JSON decodes faster."""
     adapters = AdaptersMap(psycopg.adapters)
     adapters.register_loader("uuid", TextLoader)
-    set_json_loads(_json_loads, adapters)
+    adapters.register_loader("json", JsonLoader)
+    adapters.register_loader("jsonb", JsonLoader)
     return adapters
 
 
