@@ -17,7 +17,13 @@ from typing import Any
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.admin import PostgresAdmin
-from pqueue.brokers.postgres.codec import EnqueueBatch, lease_arrays, lease_token, row_to_lease
+from pqueue.brokers.postgres.codec import (
+    JOB_COLUMNS,
+    EnqueueBatch,
+    lease_arrays,
+    lease_token,
+    row_to_lease,
+)
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.core import settled
 from pqueue.clock import Clock
@@ -27,6 +33,14 @@ from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lea
 
 LISTEN_START_TIMEOUT = 5.0
 """Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
+
+
+def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Claimed rows in queue order (pos), then by (run_at, seq) as within a queue."""
+    return (row[0], row[_RUN_AT], row[1])
+
+
+_RUN_AT = 4 + JOB_COLUMNS.index("run_at")
 
 
 def _text(value: str) -> str:
@@ -80,20 +94,20 @@ class PostgresBroker(PostgresAdmin):
         if limit < 1 or not queues:
             return []
         params = self._params(queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id)
-        rows = await self.db.fetch(self._q["claim"], params)
-        rows.sort(key=lambda row: (row["pos"], row["run_at"], row["seq"]))
+        rows = await self.db.rows(self._q["claim"], params)
+        rows.sort(key=_claim_order)
         leases: list[Lease] = []
-        for row in rows:
+        for _, _, token, expires_at, *job in rows:
             try:
-                leases.append(row_to_lease(row))
+                leases.append(row_to_lease(token, expires_at, job))
             except CorruptJob as exc:
-                await self._bury(row, exc)
+                await self._bury(job[0], token, exc)
         return leases
 
-    async def _bury(self, row: dict[str, Any], exc: CorruptJob) -> None:
+    async def _bury(self, job_id: object, token: int, exc: CorruptJob) -> None:
         """Dead-letter a claimed row that cannot be decoded, so it cannot crash-loop workers."""
         error = ErrorInfo("CorruptJob", str(exc))
-        await self.db.rows(self._q["fail"], self._fail_params(row["id"], row["lease_token"], error, None))
+        await self.db.rows(self._q["fail"], self._fail_params(job_id, token, error, None))
 
     async def ack(
         self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None

@@ -1,7 +1,9 @@
 """Rows of the jobs and workers tables to pqueue objects, and specs to enqueue arrays.
 
-A row that cannot be decoded raises :class:`~pqueue.errors.CorruptJob` naming the job,
-never a bare ``KeyError``/``TypeError`` deep inside a worker.
+Job rows come as tuples in :data:`JOB_COLUMNS` order (queries select ``{job_columns}``):
+decoding by position is the claim path's hottest Python. A row that cannot be decoded
+raises :class:`~pqueue.errors.CorruptJob` naming the job, never a bare
+``KeyError``/``TypeError`` deep inside a worker.
 """
 
 from __future__ import annotations
@@ -15,18 +17,46 @@ from typing import Any
 from pqueue.broker import WorkerInfo
 from pqueue.errors import CorruptJob
 from pqueue.ids import is_job_id
-from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.job import NO_META, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 
 Row = Mapping[str, Any]
 
 _EMPTY_META = "{}"
 
+JOB_COLUMNS = (
+    "id",
+    "type",
+    "queue",
+    "payload",
+    "status",
+    "attempt",
+    "max_retries",
+    "recoveries",
+    "max_recoveries",
+    "run_at",
+    "created_at",
+    "timeout",
+    "unique_key",
+    "idempotency_key",
+    "started_at",
+    "finished_at",
+    "errors",
+    "result",
+    "meta",
+)
+"""The columns a :class:`Job` is read from, in the order :func:`row_to_job` expects them."""
+
+_STATUSES = {status.value: status for status in JobStatus}
+
 
 def _utc(value: datetime | None) -> datetime | None:
+    # Broker sessions run in UTC, so this is the identity unless someone changed that.
     return None if value is None else value.astimezone(UTC)
 
 
-def _meta(value: object) -> dict[str, str]:
+def _meta(value: object) -> Mapping[str, str]:
+    if not value and isinstance(value, dict):
+        return NO_META
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
@@ -37,44 +67,46 @@ def _meta(value: object) -> dict[str, str]:
 def _errors(value: object) -> tuple[ErrorInfo, ...]:
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise TypeError(f"errors must be a list of objects, got {value!r}")
-    return tuple(ErrorInfo.from_dict(e) for e in value)
+    return tuple(ErrorInfo.from_dict(e) for e in value) if value else ()
 
 
-def row_to_job(row: Row) -> Job:
-    """Decode one jobs row (payload/meta/errors/result already parsed by psycopg)."""
-    job_id = row.get("id")
+def row_to_job(row: Sequence[Any]) -> Job:
+    """Decode one jobs row in :data:`JOB_COLUMNS` order (JSON columns already parsed)."""
     try:
+        (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
+         run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
+         result, meta) = row  # fmt: skip
         return Job(
-            id=str(job_id),
-            type=row["type"],
-            queue=row["queue"],
-            payload=row["payload"],
-            status=JobStatus(row["status"]),
-            attempt=int(row["attempt"]),
-            max_retries=int(row["max_retries"]),
-            recoveries=int(row["recoveries"]),
-            max_recoveries=int(row["max_recoveries"]),
-            run_at=row["run_at"].astimezone(UTC),
-            created_at=row["created_at"].astimezone(UTC),
-            timeout=row["timeout"],
-            unique_key=row["unique_key"],
-            idempotency_key=row["idempotency_key"],
-            started_at=_utc(row["started_at"]),
-            finished_at=_utc(row["finished_at"]),
-            errors=_errors(row["errors"]),
-            result=row["result"],
-            meta=_meta(row["meta"]),
+            str(job_id),
+            job_type,
+            queue,
+            payload,
+            _STATUSES[status],
+            attempt,
+            max_retries,
+            recoveries,
+            max_recoveries,
+            run_at.astimezone(UTC),
+            created_at.astimezone(UTC),
+            timeout,
+            unique_key,
+            idempotency_key,
+            _utc(started_at),
+            _utc(finished_at),
+            _errors(errors),
+            result,
+            _meta(meta),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CorruptJob(f"job {job_id} in Postgres cannot be decoded: {exc}") from exc
+        raise CorruptJob(f"job {row[0] if row else None} in Postgres cannot be decoded: {exc}") from exc
 
 
-def row_to_lease(row: Row) -> Lease:
-    """Decode a claimed row into the lease a worker holds."""
+def row_to_lease(token: object, expires_at: Any, row: Sequence[Any]) -> Lease:
+    """Decode a claimed row (its lease token and expiry, then the job's columns)."""
     job = row_to_job(row)
     try:
-        return Lease(job, str(row["lease_token"]), row["lease_expires_at"].timestamp())
-    except (KeyError, AttributeError) as exc:
+        return Lease(job, str(token), expires_at.timestamp())
+    except AttributeError as exc:
         raise CorruptJob(f"job {job.id} was claimed without a lease: {exc}") from exc
 
 

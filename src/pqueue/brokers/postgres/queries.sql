@@ -9,6 +9,8 @@
 --                     clock's time when the broker has one, else the server's. Statement
 --                     time, not transaction time, so a job enqueued late in a caller's long
 --                     transaction is stamped when it was enqueued.
+--   {job_columns}     t.id, t.type, ...: the columns a Job is decoded from, in the order
+--                     codec.JOB_COLUMNS gives (the jobs table must be aliased t)
 -- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
 -- statements (binary format: no text quoting to build, about 4x cheaper for the client).
 -- No literal percent signs.
@@ -106,7 +108,7 @@ UPDATE {schema}.jobs AS t SET
     worker_id = %(worker_id)s
 FROM picked
 WHERE t.id = picked.id
-RETURNING picked.pos, t.*;
+RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns};
 
 
 -- name: ack
@@ -305,13 +307,13 @@ WHERE key = %(key)s AND owner = %(owner)s AND state = 'in_flight';
 
 -- name: get_job
 -- One job by id.
-SELECT * FROM {schema}.jobs WHERE id = %(id)s;
+SELECT {job_columns} FROM {schema}.jobs AS t WHERE id = %(id)s;
 
 
 -- name: list_jobs
 -- One page of jobs in a status (optionally one queue), oldest first; one extra row tells
 -- whether another page follows.
-SELECT * FROM {schema}.jobs
+SELECT {job_columns} FROM {schema}.jobs AS t
 WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
 ORDER BY created_at, id
 LIMIT %(limit)s + 1 OFFSET %(offset)s;
