@@ -117,8 +117,11 @@ class PostgresBroker(PostgresAdmin):
         if results_json is not None and len(results_json) != len(leases):
             raise ValueError(f"ack: {len(results_json)} results for {len(leases)} leases")
         ids, tokens = lease_arrays(leases)
-        results = list(results_json) if results_json is not None else [None] * len(leases)
-        rows = await self.db.rows(self._q["ack"], self._params(id=ids, token=tokens, result=results))
+        if results_json is None:
+            rows = await self.db.rows(self._q["ack"], self._params(id=ids, token=tokens))
+        else:
+            params = self._params(id=ids, token=tokens, result=list(results_json))
+            rows = await self.db.rows(self._q["ack_results"], params)
         return settled(leases, rows)
 
     async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:

@@ -112,6 +112,19 @@ RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns};
 
 
 -- name: ack
+-- Complete the jobs whose lease token is still current (handlers that returned None).
+UPDATE {schema}.jobs AS t SET
+    status = 'completed',
+    finished_at = {now},
+    result = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
+WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+RETURNING t.id;
+
+
+-- name: ack_results
 -- Complete the jobs whose lease token is still current, storing each result.
 UPDATE {schema}.jobs AS t SET
     status = 'completed',
