@@ -22,6 +22,7 @@ from pqueue.brokers.postgres.codec import (
     EnqueueBatch,
     lease_arrays,
     lease_token,
+    one_params,
     row_to_lease,
 )
 from pqueue.brokers.postgres.config import PostgresConfig
@@ -74,9 +75,16 @@ class PostgresBroker(PostgresAdmin):
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         if not specs:
             return []
+        if len(specs) == 1 and specs[0].unique_key is None:
+            return [await self._enqueue_one(specs[0])]
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
         return batch.results(rows)
+
+    async def _enqueue_one(self, spec: JobSpec) -> EnqueueResult:
+        """One job without a unique key: a lighter statement than the batch one."""
+        [(created, _)] = await self.db.rows(self._q["enqueue_one"], self._params(**one_params(spec)))
+        return EnqueueResult(spec.id, bool(created))
 
     async def enqueue_in(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         """Enqueue on the caller's open transaction (psycopg ``AsyncConnection`` or SQLAlchemy

@@ -141,6 +141,23 @@ def lease_arrays(leases: Sequence[Lease]) -> tuple[list[str], list[int | None]]:
 _NIL = "00000000-0000-0000-0000-000000000000"
 
 
+def one_params(spec: JobSpec) -> dict[str, Any]:
+    """The parameters of the ``enqueue_one`` query (a spec without a unique key)."""
+    return {
+        "id": spec.id,
+        "queue": spec.queue,
+        "type": spec.type,
+        "payload": spec.payload_json,
+        "at_epoch": spec.run_at,
+        "delay": spec.delay,
+        "max_retries": spec.max_retries,
+        "max_recoveries": spec.max_recoveries,
+        "timeout": spec.timeout,
+        "idempotency_key": spec.idempotency_key,
+        "meta": json.dumps(dict(spec.meta)) if spec.meta else _EMPTY_META,
+    }
+
+
 @dataclass(slots=True)
 class EnqueueBatch:
     """Specs as the column arrays of the ``enqueue`` query, with in-batch duplicates folded.
