@@ -13,7 +13,7 @@ from pqueue.ids import new_id
 from pqueue.priority import QueuesArg, QueueSelection
 
 DEFAULT_QUEUES: dict[str, int] = {"critical": 6, "default": 3, "low": 1}
-DEFAULT_PREFETCH_PER_SLOT = 4
+DEFAULT_PREFETCH_PER_SLOT = 20
 """The default ``prefetch`` is this many jobs per slot (still bounded by ``prefetch_window``)."""
 
 
