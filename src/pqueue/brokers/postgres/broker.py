@@ -20,6 +20,7 @@ from pqueue.brokers.postgres.admin import PostgresAdmin
 from pqueue.brokers.postgres.codec import (
     JOB_COLUMNS,
     EnqueueBatch,
+    PlainBatch,
     lease_arrays,
     lease_token,
     one_params,
@@ -77,6 +78,12 @@ class PostgresBroker(PostgresAdmin):
             return []
         if len(specs) == 1 and specs[0].unique_key is None:
             return [await self._enqueue_one(specs[0])]
+        plain = PlainBatch.of(specs)
+        if plain is not None:
+            [(created, created_ids, _)] = await self.db.rows(
+                self._q["enqueue_plain"], self._params(**plain.columns)
+            )
+            return plain.results(created, created_ids)
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
         return batch.results(rows)

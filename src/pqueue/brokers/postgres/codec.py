@@ -158,6 +158,42 @@ def one_params(spec: JobSpec) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class PlainBatch:
+    """A batch with distinct ids and no unique keys, as the columns of ``enqueue_plain``."""
+
+    ids: list[str]
+    columns: dict[str, list[Any]]
+
+    @classmethod
+    def of(cls, specs: Sequence[JobSpec]) -> PlainBatch | None:
+        """The batch, or None when it needs the general statement (unique keys, repeated ids)."""
+        ids = [spec.id for spec in specs]
+        if len(set(ids)) != len(ids) or any(spec.unique_key is not None for spec in specs):
+            return None
+        columns: dict[str, list[Any]] = {
+            "id": ids,
+            "queue": [s.queue for s in specs],
+            "type": [s.type for s in specs],
+            "payload": [s.payload_json for s in specs],
+            "at_epoch": [s.run_at for s in specs],
+            "delay": [s.delay for s in specs],
+            "max_retries": [s.max_retries for s in specs],
+            "max_recoveries": [s.max_recoveries for s in specs],
+            "timeout": [s.timeout for s in specs],
+            "idempotency_key": [s.idempotency_key for s in specs],
+            "meta": [json.dumps(dict(s.meta)) if s.meta else _EMPTY_META for s in specs],
+        }
+        return cls(ids, columns)
+
+    def results(self, created: int, created_ids: Sequence[str] | None) -> list[EnqueueResult]:
+        """One result per spec: created, unless its id already existed."""
+        if created == len(self.ids):
+            return [EnqueueResult(job_id, True) for job_id in self.ids]
+        made = set(created_ids or ())
+        return [EnqueueResult(job_id, job_id in made) for job_id in self.ids]
+
+
 @dataclass(slots=True)
 class EnqueueBatch:
     """Specs as the column arrays of the ``enqueue`` query, with in-batch duplicates folded.
