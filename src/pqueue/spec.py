@@ -34,9 +34,29 @@ KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
 """Unique and idempotency keys: 1-200 printable ASCII characters, no spaces."""
 META_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 _json_encoder = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
 )
+# One C encoder for every payload (JSONEncoder.encode builds a new one per call: half the
+# cost of encoding a small payload). No circularity markers, so it is safe to share
+# between threads: a circular payload fails on the recursion limit instead.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_chunks = (
+    _c_make_encoder(None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _encode(payload: JSONValue) -> str:
+    if _encode_chunks is None or type(payload) is str:
+        return _json_encoder.encode(payload)
+    return "".join(_encode_chunks(payload, 0))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -69,8 +89,8 @@ def validate_job_type(name: object) -> str:
 def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str:
     """Encode ``payload`` as compact JSON, refusing anything JSON cannot carry faithfully."""
     try:
-        text = _json_encoder.encode(payload)
-    except (TypeError, ValueError) as exc:
+        text = _encode(payload)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidPayload(
             f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
             "bool or None (no NaN/Infinity)"
@@ -175,13 +195,13 @@ def build_spec(
         type=job_type,
         queue=queue,
         payload_json=payload_json,
-        delay=_seconds("delay", delay, allow_zero=True),
+        delay=None if delay is None else _seconds("delay", delay, allow_zero=True),
         run_at=run_at_epoch,
         max_retries=_count("max_retries", max_retries),
         max_recoveries=_count("max_recoveries", max_recoveries),
-        timeout=_seconds("timeout", timeout, allow_zero=False),
+        timeout=None if timeout is None else _seconds("timeout", timeout, allow_zero=False),
         unique_key=unique,
         unique_for=unique_seconds,
-        idempotency_key=_key("idempotency_key", idempotency_key),
-        meta=_meta(meta),
+        idempotency_key=None if idempotency_key is None else _key("idempotency_key", idempotency_key),
+        meta=_meta(meta) if meta else NO_META,
     )
