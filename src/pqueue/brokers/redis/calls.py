@@ -1,0 +1,126 @@
+"""Typed builders of every script call: KEYS and ARGV exactly as each ``lua/*.lua`` header
+documents them. Pure functions, so the layout can be checked without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pqueue.brokers.redis.codec import encode_error, encode_headers, spec_header
+from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.scripts import Arg, ScriptCall
+from pqueue.job import MAX_ERROR_HISTORY, ErrorInfo, JobSpec, Lease
+
+PROMOTE_BATCH = 1000
+"""Most due scheduled/retry jobs one script run moves to pending (bounds its run time)."""
+
+
+def enqueue(k: QueueKeys, specs: Sequence[JobSpec], now: str, channel: str) -> ScriptCall:
+    keys = [k.pending, k.scheduled, k.retry, k.seq]
+    keys += [k.job_prefix + s.id for s in specs]
+    keys += [k.unique_prefix + s.unique_key for s in specs if s.unique_key is not None]
+    args: list[Arg] = [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH]
+    args.append(encode_headers([spec_header(s) for s in specs]))
+    args += [s.payload_json for s in specs]
+    return ScriptCall("enqueue", keys, args)
+
+
+def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> ScriptCall:
+    return ScriptCall(
+        "claim",
+        [k.pending, k.scheduled, k.retry, k.active, k.seq],
+        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH],
+    )
+
+
+def ack(
+    k: QueueKeys, now: str, retention_ms: int, leases: Sequence[Lease], results: Sequence[str | None]
+) -> ScriptCall:
+    keys = [k.active, k.completed] + [k.job_prefix + lease.job.id for lease in leases]
+    args: list[Arg] = [now, retention_ms]
+    for lease, result in zip(leases, results, strict=True):
+        args += (lease.job.id, lease.token, "" if result is None else result)
+    return ScriptCall("ack", keys, args)
+
+
+def fail(
+    k: QueueKeys, now: str, *, job_id: str, token: str, error: ErrorInfo, retry_ms: int | None, channel: str
+) -> ScriptCall:
+    return ScriptCall(
+        "fail",
+        [k.active, k.retry, k.dead, k.seq, k.job(job_id)],
+        [
+            now,
+            job_id,
+            token,
+            encode_error(error),
+            "" if retry_ms is None else retry_ms,
+            MAX_ERROR_HISTORY,
+            channel,
+            k.queue,
+        ],
+    )
+
+
+def release(k: QueueKeys, now: str, delay_ms: int, leases: Sequence[Lease], channel: str) -> ScriptCall:
+    keys = [k.active, k.pending, k.scheduled, k.seq] + [k.job_prefix + ls.job.id for ls in leases]
+    args: list[Arg] = [now, delay_ms, k.job_prefix, channel, k.queue]
+    for lease in leases:
+        args += (lease.job.id, lease.token)
+    return ScriptCall("release", keys, args)
+
+
+def extend(k: QueueKeys, now: str, lease_ms: int, leases: Sequence[Lease]) -> ScriptCall:
+    keys = [k.active] + [k.job_prefix + lease.job.id for lease in leases]
+    args: list[Arg] = [now, lease_ms]
+    for lease in leases:
+        args += (lease.job.id, lease.token)
+    return ScriptCall("extend", keys, args)
+
+
+def recover(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
+    return ScriptCall(
+        "recover",
+        [k.active, k.pending, k.dead],
+        [now, k.job_prefix, limit, MAX_ERROR_HISTORY, channel, k.queue],
+    )
+
+
+def promote(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
+    return ScriptCall(
+        "promote", [k.pending, k.scheduled, k.retry], [now, k.job_prefix, limit, channel, k.queue]
+    )
+
+
+def cancel(k: QueueKeys, now: str, job_id: str, retention_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "cancel",
+        [k.pending, k.scheduled, k.retry, k.cancelled, k.job(job_id)],
+        [now, job_id, retention_ms],
+    )
+
+
+def requeue_dead(
+    k: QueueKeys, now: str, job_ids: Sequence[str] | None, limit: int, channel: str
+) -> ScriptCall:
+    ids = list(job_ids or ())
+    keys = [k.pending, k.scheduled, k.retry, k.dead, k.seq] + [k.job(i) for i in ids]
+    mode = "all" if job_ids is None else "ids"
+    return ScriptCall("requeue_dead", keys, [now, k.job_prefix, mode, limit, channel, k.queue, *ids])
+
+
+def purge_dead(k: QueueKeys, job_ids: Sequence[str] | None, limit: int) -> ScriptCall:
+    ids = list(job_ids or ())
+    mode = "all" if job_ids is None else "ids"
+    return ScriptCall("purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, *ids])
+
+
+def prune(k: QueueKeys, now: str, retention_ms: int, limit: int) -> ScriptCall:
+    return ScriptCall("prune", [k.completed, k.cancelled], [now, retention_ms, limit, k.job_prefix])
+
+
+def idempotency_begin(key: str, now: str, owner: str, ttl_ms: int) -> ScriptCall:
+    return ScriptCall("idempotency_begin", [key], [now, owner, ttl_ms])
+
+
+def idempotency_end(key: str, now: str, owner: str, done: bool, ttl_ms: int) -> ScriptCall:
+    return ScriptCall("idempotency_end", [key], [now, owner, "1" if done else "0", ttl_ms])

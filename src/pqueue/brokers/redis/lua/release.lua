@@ -1,0 +1,59 @@
+-- release.lua: hand leased jobs back unrun (graceful drain); the run does not count.
+--
+-- attempt - 1 undoes the claim. With no delay a job keeps its run_at and goes back to
+-- the head of pending (it was due before anything behind it); with a delay it is
+-- scheduled at now + delay.
+--
+-- KEYS[1]  <p>:{q}:active
+-- KEYS[2]  <p>:{q}:pending
+-- KEYS[3]  <p>:{q}:scheduled
+-- KEYS[4]  <p>:{q}:seq
+-- KEYS[4+i] <p>:{q}:job:<id> of lease i
+-- ARGV[1]  now ms, or '' for the server clock
+-- ARGV[2]  delay ms (0 = back to pending now)
+-- ARGV[3]  job key prefix <p>:{q}:job:
+-- ARGV[4]  wake-up channel
+-- ARGV[5]  queue name
+-- ARGV[4+2i .. 5+2i] for lease i: id, token
+-- Returns: array of 1 (released) / 0 (lease lost), one per lease
+-- Errors:  none of its own.
+
+local active, pending, scheduled = KEYS[1], KEYS[2], KEYS[3]
+local now = pq_now(ARGV[1])
+local delay = tonumber(ARGV[2])
+local out, front, later = {}, {}, {}
+local earliest = nil
+for i = 1, #KEYS - 4 do
+  local key = KEYS[4 + i]
+  local id, token = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+  local cur = redis.call('HMGET', key, 'status', 'token', 'run_at')
+  if cur[1] == 'active' and cur[2] == token then
+    redis.call('HINCRBY', key, 'attempt', -1)
+    redis.call('HDEL', key, 'token', 'lease_expires_at')
+    redis.call('ZREM', active, id)
+    if delay > 0 then
+      local run_at = now + delay
+      redis.call('HSET', key, 'status', 'scheduled', 'run_at', pq_int(run_at),
+        'seq', pq_int(redis.call('INCR', KEYS[4])))
+      later[#later + 1] = run_at
+      later[#later + 1] = id
+      earliest = run_at
+    else
+      redis.call('HSET', key, 'status', 'pending')
+      front[#front + 1] = {id, tonumber(cur[3]) or 0}
+    end
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+
+local head = pq_head_score(scheduled)
+if #later > 0 then
+  pq_chunked('ZADD', scheduled, later)
+end
+pq_push_front(pending, front, ARGV[3])
+if #front > 0 or (earliest ~= nil and (head == nil or earliest < head)) then
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
+return out
