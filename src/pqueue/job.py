@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, TypeAlias
 
 JSONValue: TypeAlias = Any
@@ -32,6 +33,9 @@ MAX_ERROR_HISTORY = 10
 
 TRACEBACK_TAIL_CHARS = 2000
 """How much of a traceback's end is kept with an error."""
+
+NO_META: Mapping[str, str] = MappingProxyType({})
+"""The shared, immutable empty meta map."""
 
 
 class JobStatus(StrEnum):
@@ -139,7 +143,7 @@ class JobSpec:
     unique_key: str | None = None
     unique_for: float | None = None
     idempotency_key: str | None = None
-    meta: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, str] = field(default_factory=lambda: NO_META)
 
 
 @dataclass(frozen=True, slots=True)

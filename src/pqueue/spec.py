@@ -6,6 +6,7 @@ before anything is written and every backend refuses the same things.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 from pqueue.clock import to_epoch
 from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
 from pqueue.ids import is_job_id, new_id
-from pqueue.job import JobSpec, JSONValue
+from pqueue.job import NO_META, JobSpec, JSONValue
 
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRIES = 3
@@ -36,9 +37,19 @@ _json_encoder = json.JSONEncoder(
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _is_queue_name(name: str) -> bool:
+    return QUEUE_NAME_RE.match(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_job_type(name: str) -> bool:
+    return JOB_TYPE_RE.match(name) is not None
+
+
 def validate_queue_name(name: object) -> str:
     """Return ``name`` if it is a valid queue name, else raise :class:`InvalidName`."""
-    if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+    if not isinstance(name, str) or not _is_queue_name(name):
         raise InvalidName(
             f"invalid queue name {name!r}: use 1-64 letters, digits, '_', '.' or '-', "
             "starting with a letter or digit"
@@ -48,7 +59,7 @@ def validate_queue_name(name: object) -> str:
 
 def validate_job_type(name: object) -> str:
     """Return ``name`` if it is a valid job type, else raise :class:`InvalidName`."""
-    if not isinstance(name, str) or not JOB_TYPE_RE.match(name):
+    if not isinstance(name, str) or not _is_job_type(name):
         raise InvalidName(f"invalid job type {name!r}: use 1-128 letters, digits, '_', '.', ':', '-' or '/'")
     return name
 
@@ -62,10 +73,9 @@ def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
             f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
             "bool or None (no NaN/Infinity)"
         ) from exc
-    if len(text) > max_bytes and len(text.encode()) > max_bytes:
-        raise PayloadTooLarge(
-            f"payload is {len(text.encode())} bytes encoded; the limit is {max_bytes} bytes"
-        )
+    # A UTF-8 character is at most 4 bytes: only long texts need the exact byte count.
+    if len(text) * 4 > max_bytes and (size := len(text.encode())) > max_bytes:
+        raise PayloadTooLarge(f"payload is {size} bytes encoded; the limit is {max_bytes} bytes")
     return text
 
 
@@ -100,9 +110,9 @@ def _key(name: str, value: str | None) -> str | None:
     return value
 
 
-def _meta(meta: Mapping[str, str] | None) -> dict[str, str]:
+def _meta(meta: Mapping[str, str] | None) -> Mapping[str, str]:
     if not meta:
-        return {}
+        return NO_META
     if not isinstance(meta, Mapping) or len(meta) > MAX_META_ENTRIES:
         raise InvalidOption(f"meta must be a mapping of at most {MAX_META_ENTRIES} entries")
     for key, val in meta.items():

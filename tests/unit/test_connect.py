@@ -1,0 +1,58 @@
+"""Backend selection by DSN."""
+
+from __future__ import annotations
+
+import pytest
+
+import pqueue
+from pqueue.brokers import known_schemes, redact
+from pqueue.brokers.memory import MemoryBroker, drop_store
+from pqueue.clock import ManualClock
+from pqueue.errors import ConfigError
+
+
+def test_memory_scheme() -> None:
+    broker = pqueue.connect("memory://unit-connect?retention=60")
+    assert isinstance(broker, MemoryBroker) and broker.store.retention == 60
+    drop_store("unit-connect")
+
+
+def test_known_schemes_include_the_builtins() -> None:
+    assert {"memory", "redis", "rediss", "postgresql", "postgres"} <= set(known_schemes())
+
+
+@pytest.mark.parametrize("dsn", ["mysql://x", "amqp://guest@localhost", "nats://1"])
+def test_unknown_scheme_names_the_known_ones(dsn: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        pqueue.connect(dsn)
+    assert "unknown DSN scheme" in str(info.value)
+    for scheme in ("memory", "redis", "postgresql"):
+        assert scheme in str(info.value)
+
+
+@pytest.mark.parametrize("dsn", ["", "localhost:6379", None, 42])
+def test_not_a_dsn(dsn: object) -> None:
+    with pytest.raises(ConfigError, match="invalid DSN"):
+        pqueue.connect(dsn)  # type: ignore[arg-type]
+
+
+def test_bad_memory_options() -> None:
+    with pytest.raises(ConfigError, match="unknown option"):
+        pqueue.connect("memory://x?colour=blue")
+    with pytest.raises(ConfigError, match="retention"):
+        pqueue.connect("memory://x?retention=soon")
+
+
+def test_one_memory_store_cannot_run_on_two_clocks() -> None:
+    pqueue.connect("memory://two-clocks", clock=ManualClock())
+    with pytest.raises(ConfigError, match="another clock"):
+        pqueue.connect("memory://two-clocks", clock=ManualClock())
+    drop_store("two-clocks")
+
+
+def test_errors_never_echo_passwords() -> None:
+    assert redact("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
+    assert redact("postgresql://app:pw@db/x") == "postgresql://app:***@db/x"
+    with pytest.raises(ConfigError) as info:
+        pqueue.connect("mysql://app:hunter2@db/x")
+    assert "hunter2" not in str(info.value)

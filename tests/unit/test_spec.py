@@ -1,0 +1,63 @@
+"""Enqueue validation and the spec it produces."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pqueue.errors import InvalidName, InvalidOption, PayloadTooLarge
+from pqueue.ids import is_job_id
+from pqueue.spec import build_spec, derive_unique_key, encode_payload
+
+
+def test_defaults() -> None:
+    spec = build_spec("email:welcome", {"to": "a"})
+    assert is_job_id(spec.id)
+    assert (spec.type, spec.queue, spec.payload_json) == ("email:welcome", "default", '{"to":"a"}')
+    assert (spec.max_retries, spec.max_recoveries, spec.delay, spec.run_at) == (3, 5, None, None)
+    assert dict(spec.meta) == {}
+
+
+def test_timedelta_and_datetime_options() -> None:
+    when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert build_spec("t", delay=timedelta(minutes=2)).delay == 120.0
+    assert build_spec("t", run_at=when).run_at == when.timestamp()
+    assert build_spec("t", timeout=timedelta(seconds=1.5)).timeout == 1.5
+
+
+def test_unicode_payload_is_kept_as_text_and_sized_in_bytes() -> None:
+    assert encode_payload("☃") == '"☃"'
+    with pytest.raises(PayloadTooLarge, match="limit is 10 bytes"):
+        encode_payload("☃☃☃☃", max_bytes=10)  # 4 chars, 14 bytes with quotes
+
+
+def test_circular_payload_is_refused() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="not a JSON value"):
+        build_spec("t", loop)
+
+
+def test_unique_for_alone_derives_a_key_from_type_queue_and_payload() -> None:
+    spec = build_spec("t", {"a": 1}, unique_for=60)
+    assert spec.unique_key == derive_unique_key("t", "default", '{"a":1}') and spec.unique_for == 60
+    assert build_spec("t", {"a": 1}, unique_for=60).unique_key == spec.unique_key
+    assert build_spec("t", {"a": 2}, unique_for=60).unique_key != spec.unique_key
+
+
+def test_explicit_job_id_is_kept() -> None:
+    spec = build_spec("t")
+    assert build_spec("t", job_id=spec.id).id == spec.id
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"delay": 1, "run_at": datetime.now(UTC)}, InvalidOption), ({"timeout": 0}, InvalidOption),
+     ({"idempotency_key": "has space"}, InvalidName), ({"unique_key": "", "unique_for": 5}, InvalidName),
+     ({"meta": {f"k{i}": "v" for i in range(33)}}, InvalidOption), ({"meta": {"bad key": "v"}}, InvalidName),
+     ({"max_retries": True}, InvalidOption), ({"delay": "5"}, InvalidOption)],
+)  # fmt: skip
+def test_bad_options(kwargs: dict[str, object], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        build_spec("t", **kwargs)  # type: ignore[arg-type]
