@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
@@ -26,6 +27,10 @@ from pqueue.errors import CorruptJob
 from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease
 
 log = logging.getLogger("pqueue.redis")
+
+REGISTRATION_REFRESH = 60.0
+"""Seconds a broker trusts that a queue it registered is still in the registry; pqueue never
+removes registry entries, so this only bounds how long a hand-deleted registry goes stale."""
 
 ENQUEUE_CHUNK = 1000
 """Jobs per enqueue script run: large enough to amortise the call, small enough to keep
@@ -47,6 +52,7 @@ class RedisBroker(RedisInspector):
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
         self._hub: WakeHub | None = None
+        self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> RedisBroker:
@@ -88,7 +94,8 @@ class RedisBroker(RedisInspector):
             return []
         groups = _by_queue(specs, lambda s: s.queue)
         now, channel = self.now_arg(), self.keys.wake_channel
-        batch: list[Any] = [("SADD", self.keys.queues, *groups)]  # registered before any job exists
+        register = self._unregistered(groups)
+        batch: list[Any] = [("SADD", self.keys.queues, *register)] if register else []
         chunks: list[list[int]] = []
         for queue, indices in groups.items():
             k = self.queue(queue)
@@ -97,13 +104,19 @@ class RedisBroker(RedisInspector):
                 batch.append(calls.enqueue(k, [specs[i] for i in chunk], now, channel))
                 chunks.append(chunk)
         replies = await self.run_many(batch)
+        self._registered.update(dict.fromkeys(register, time.monotonic()))
         results: list[EnqueueResult | None] = [None] * len(specs)
-        for chunk, reply in zip(chunks, replies[1:], strict=True):
+        for chunk, reply in zip(chunks, replies[-len(chunks) :], strict=True):
             for i, outcome in zip(chunk, reply, strict=True):
                 results[i] = (
                     EnqueueResult(specs[i].id, True) if outcome == 1 else EnqueueResult(outcome, False)
                 )
         return [r for r in results if r is not None]
+
+    def _unregistered(self, queues: Iterable[str]) -> list[str]:
+        """Queues to add to the registry with this enqueue (before any of their jobs exist)."""
+        stale = time.monotonic() - REGISTRATION_REFRESH
+        return [q for q in queues if self._registered.get(q, stale) <= stale]
 
     @translated
     async def claim(
@@ -115,10 +128,12 @@ class RedisBroker(RedisInspector):
             if len(leases) >= limit:
                 break
             k = self.queue(queue)
-            reply = await self.run(calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id))
-            for job_id, flat in reply:
+            deadline_ms, claimed = await self.run(
+                calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id)
+            )
+            for job_id, flat in claimed:
                 try:
-                    leases.append(decode_lease(queue, job_id, flat))
+                    leases.append(decode_lease(queue, job_id, flat, deadline_ms / 1000))
                 except CorruptJob as exc:
                     await self._bury(queue, job_id, flat, exc)
         return leases

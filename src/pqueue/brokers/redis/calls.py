@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pqueue.brokers.redis.codec import encode_error, encode_headers, spec_header
+from pqueue.brokers.redis.codec import encode_error, encode_leases, enqueue_header
 from pqueue.brokers.redis.keys import QueueKeys
-from pqueue.brokers.redis.scripts import Arg, ScriptCall
+from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.job import MAX_ERROR_HISTORY, ErrorInfo, JobSpec, Lease
 
 PROMOTE_BATCH = 1000
@@ -16,12 +16,9 @@ PROMOTE_BATCH = 1000
 
 def enqueue(k: QueueKeys, specs: Sequence[JobSpec], now: str, channel: str) -> ScriptCall:
     keys = [k.pending, k.scheduled, k.retry, k.seq]
-    keys += [k.job_prefix + s.id for s in specs]
     keys += [k.unique_prefix + s.unique_key for s in specs if s.unique_key is not None]
-    args: list[Arg] = [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH]
-    args.append(encode_headers([spec_header(s) for s in specs]))
-    args += [s.payload_json for s in specs]
-    return ScriptCall("enqueue", keys, args)
+    header = enqueue_header(specs)
+    return ScriptCall("enqueue", keys, [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH, header])
 
 
 def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> ScriptCall:
@@ -35,11 +32,9 @@ def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> 
 def ack(
     k: QueueKeys, now: str, retention_ms: int, leases: Sequence[Lease], results: Sequence[str | None]
 ) -> ScriptCall:
-    keys = [k.active, k.completed] + [k.job_prefix + lease.job.id for lease in leases]
-    args: list[Arg] = [now, retention_ms]
-    for lease, result in zip(leases, results, strict=True):
-        args += (lease.job.id, lease.token, "" if result is None else result)
-    return ScriptCall("ack", keys, args)
+    return ScriptCall(
+        "ack", [k.active, k.completed], [now, k.job_prefix, retention_ms, encode_leases(leases, results)]
+    )
 
 
 def fail(
@@ -62,19 +57,15 @@ def fail(
 
 
 def release(k: QueueKeys, now: str, delay_ms: int, leases: Sequence[Lease], channel: str) -> ScriptCall:
-    keys = [k.active, k.pending, k.scheduled, k.seq] + [k.job_prefix + ls.job.id for ls in leases]
-    args: list[Arg] = [now, delay_ms, k.job_prefix, channel, k.queue]
-    for lease in leases:
-        args += (lease.job.id, lease.token)
-    return ScriptCall("release", keys, args)
+    return ScriptCall(
+        "release",
+        [k.active, k.pending, k.scheduled, k.seq],
+        [now, k.job_prefix, delay_ms, channel, k.queue, encode_leases(leases)],
+    )
 
 
 def extend(k: QueueKeys, now: str, lease_ms: int, leases: Sequence[Lease]) -> ScriptCall:
-    keys = [k.active] + [k.job_prefix + lease.job.id for lease in leases]
-    args: list[Arg] = [now, lease_ms]
-    for lease in leases:
-        args += (lease.job.id, lease.token)
-    return ScriptCall("extend", keys, args)
+    return ScriptCall("extend", [k.active], [now, k.job_prefix, lease_ms, encode_leases(leases)])
 
 
 def recover(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:

@@ -23,16 +23,21 @@ def to_ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-def _when(ms: str) -> datetime:
-    return datetime.fromtimestamp(int(ms) / 1000, UTC)
+_STATUS = {status.value: status for status in JobStatus}
+_fromtimestamp = datetime.fromtimestamp
+_loads = json.loads
 
 
-def _maybe_when(ms: str | None) -> datetime | None:
-    return None if ms is None else _when(ms)
+def _when(ms: str | int) -> datetime:
+    return _fromtimestamp(int(ms) / 1000, UTC)
+
+
+def _maybe_when(ms: str | int | None) -> datetime | None:
+    return None if ms is None else _fromtimestamp(int(ms) / 1000, UTC)
 
 
 def pairs(flat: Sequence[str]) -> dict[str, str]:
-    """A flat ``HGETALL`` reply -> dict."""
+    """A flat ``HGETALL`` reply -> dict (when a field repeats, the last value wins)."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
@@ -40,16 +45,16 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
     """Build a :class:`Job` from its hash; raises :class:`CorruptJob` if it is malformed."""
     try:
         get = h.get
-        timeout, result, meta = get("timeout"), get("result"), get("meta")
+        timeout, result, meta, errors = get("timeout"), get("result"), get("meta"), get("errors")
         return Job(
             id=job_id,
             type=h["type"],
             queue=queue,
-            payload=json.loads(h["payload"]),
-            status=JobStatus(h["status"]),
-            attempt=int(get("attempt", 0)),
+            payload=_loads(h["payload"]),
+            status=_STATUS[h["status"]],
+            attempt=int(get("attempt") or 0),
             max_retries=int(h["max_retries"]),
-            recoveries=int(get("recoveries", 0)),
+            recoveries=int(get("recoveries") or 0),
             max_recoveries=int(h["max_recoveries"]),
             run_at=_when(h["run_at"]),
             created_at=_when(h["created_at"]),
@@ -58,22 +63,18 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
             idempotency_key=get("idempotency_key"),
             started_at=_maybe_when(get("started_at")),
             finished_at=_maybe_when(get("finished_at")),
-            errors=errors_from_json(get("errors")),
-            result=None if result is None else json.loads(result),
-            meta={} if meta is None else _string_map(json.loads(meta)),
+            errors=errors_from_json(errors) if errors else (),
+            result=None if result is None else _loads(result),
+            meta={} if meta is None else _string_map(_loads(meta)),
         )
     except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
         raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
 
 
-def decode_lease(queue: str, job_id: str, flat: Sequence[str]) -> Lease:
+def decode_lease(queue: str, job_id: str, flat: Sequence[str], expires_at: float) -> Lease:
     """A claim script reply entry -> :class:`Lease`; :class:`CorruptJob` if malformed."""
     h = pairs(flat)
-    job = decode_job(job_id, queue, h)
-    try:
-        return Lease(job, h["token"], int(h["lease_expires_at"]) / 1000)
-    except (KeyError, ValueError) as exc:
-        raise CorruptJob(f"job {job_id} in queue {queue!r} has a malformed lease: {exc!r}") from exc
+    return Lease(decode_job(job_id, queue, h), h["token"], expires_at)
 
 
 def _string_map(value: Any) -> dict[str, str]:
@@ -82,25 +83,48 @@ def _string_map(value: Any) -> dict[str, str]:
     return value
 
 
-def spec_header(spec: JobSpec) -> list[Any]:
-    """The per-job entry of enqueue.lua's JSON header (the payload travels apart)."""
-    return [
-        spec.id,
-        spec.type,
-        None if spec.run_at is None else to_ms(spec.run_at),
-        None if spec.delay is None else to_ms(spec.delay),
-        spec.max_retries,
-        spec.max_recoveries,
-        None if spec.timeout is None else repr(spec.timeout),
-        spec.unique_key,
-        None if spec.unique_for is None else max(1, to_ms(spec.unique_for)),
-        spec.idempotency_key,
-        _compact(dict(spec.meta)) if spec.meta else None,
-    ]
+def _shared(values: list[Any]) -> Any:
+    """One value when every job has it (sent once), else the whole column."""
+    return values[0] if values.count(values[0]) == len(values) else values
 
 
-def encode_headers(headers: list[list[Any]]) -> str:
-    return _compact(headers)
+def enqueue_header(specs: Sequence[JobSpec]) -> str:
+    """enqueue.lua's ARGV[6]: the batch as JSON columns (see the script's header).
+
+    Columns rather than rows: shared values travel once and an absent option costs
+    nothing, which halves the server's decoding time for typical batches.
+    """
+    header: dict[str, Any] = {
+        "id": [s.id for s in specs],
+        "payload": [s.payload_json for s in specs],
+        "type": _shared([s.type for s in specs]),
+        "max_retries": _shared([s.max_retries for s in specs]),
+        "max_recoveries": _shared([s.max_recoveries for s in specs]),
+    }
+    optional = {
+        "run_at": [None if s.run_at is None else to_ms(s.run_at) for s in specs],
+        "delay": [None if s.delay is None else to_ms(s.delay) for s in specs],
+        "timeout": [None if s.timeout is None else repr(s.timeout) for s in specs],
+        "unique_key": [s.unique_key for s in specs],
+        "unique_for": [None if s.unique_for is None else max(1, to_ms(s.unique_for)) for s in specs],
+        "idempotency_key": [s.idempotency_key for s in specs],
+        "meta": [_compact(dict(s.meta)) if s.meta else None for s in specs],
+    }
+    for name, column in optional.items():
+        if column.count(None) != len(column):
+            header[name] = column
+    return _compact(header)
+
+
+def encode_leases(leases: Sequence[Lease], results: Sequence[str | None] | None = None) -> str:
+    """The ``{id, token[, result]}`` columns that ack/extend/release.lua take as one ARGV."""
+    batch: dict[str, list[Any]] = {
+        "id": [lease.job.id for lease in leases],
+        "token": [lease.token for lease in leases],
+    }
+    if results is not None and results.count(None) != len(results):
+        batch["result"] = list(results)
+    return _compact(batch)
 
 
 def _clean(text: str) -> str:

@@ -16,36 +16,50 @@
 -- ARGV[4]  lease duration ms
 -- ARGV[5]  worker id
 -- ARGV[6]  promote limit
--- Returns: array of {id, HGETALL of the job after the claim}
+-- Returns: {lease deadline ms, {{id, fields}, ...}}: fields is the job's HGETALL before
+--          the claim followed by the fields the claim changed (the last value of a field
+--          wins); the deadline lives only in the active set's score
 -- Errors:  none of its own.
 
 local pending, active = KEYS[1], KEYS[4]
 local now = pq_now(ARGV[1])
-local job_prefix, limit, lease = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local job_prefix, limit, lease, worker = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
 pq_promote(pending, KEYS[2], KEYS[3], job_prefix, now, tonumber(ARGV[6]))
 local ids = redis.call('LPOP', pending, limit)
 if not ids then
-  return {}
+  return {0, {}}
 end
 
 local token = redis.call('INCRBY', KEYS[5], #ids) - #ids
-local deadline = pq_int(now + lease)
-local started = pq_int(now)
+local deadline = now + lease
 local out, leased = {}, {}
 for _, id in ipairs(ids) do
   local key = job_prefix .. id
-  if redis.call('HGET', key, 'status') == 'pending' then
+  local fields = redis.call('HGETALL', key)
+  local status, attempt = nil, 0
+  for i = 1, #fields, 2 do
+    local name = fields[i]
+    if name == 'status' then
+      status = fields[i + 1]
+    elseif name == 'attempt' then
+      attempt = tonumber(fields[i + 1])
+    end
+  end
+  if status == 'pending' then
     token = token + 1
-    redis.call('HINCRBY', key, 'attempt', 1)
-    redis.call('HSET', key, 'status', 'active', 'token', pq_int(token), 'lease_expires_at', deadline,
-      'started_at', started, 'worker', ARGV[5])
+    local changed = {'status', 'active', 'attempt', attempt + 1, 'token', pq_int(token),
+      'started_at', now, 'worker', worker}
+    redis.call('HSET', key, unpack(changed))
+    for i = 1, #changed do
+      fields[#fields + 1] = changed[i]
+    end
     leased[#leased + 1] = deadline
     leased[#leased + 1] = id
-    out[#out + 1] = {id, redis.call('HGETALL', key)}
+    out[#out + 1] = {id, fields}
   end
 end
 if #leased > 0 then
   pq_chunked('ZADD', active, leased)
 end
-return out
+return {deadline, out}

@@ -9,68 +9,96 @@
 -- KEYS[2]  <p>:{q}:scheduled    zset id -> run_at ms
 -- KEYS[3]  <p>:{q}:retry        zset id -> run_at ms
 -- KEYS[4]  <p>:{q}:seq          counter: enqueue order and lease tokens
--- KEYS[4+i]                     <p>:{q}:job:<id> of job i (i = 1..n)
--- KEYS[4+n+k]                   <p>:{q}:unique:<key> for the k-th job that has a unique key
+-- KEYS[4+k] <p>:{q}:unique:<key> for the k-th job (in batch order) that has a unique key
 -- ARGV[1]  now ms, or '' for the server clock
--- ARGV[2]  job key prefix <p>:{q}:job:
+-- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  wake-up channel
 -- ARGV[4]  queue name
 -- ARGV[5]  promote limit
--- ARGV[6]  JSON array, one entry per job:
---          [id, type, run_at ms|null, delay ms|null, max_retries, max_recoveries,
---           timeout text|null, unique key|null, unique_for ms|null, idempotency key|null,
---           meta JSON text|null]
--- ARGV[6+i] payload JSON text of job i
+-- ARGV[6]  JSON object of columns, one entry per job in each array (codec.enqueue_header):
+--          id, payload                         arrays of text
+--          type, max_retries, max_recoveries   one value shared by all jobs, or an array
+--          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
+--          idempotency_key, meta (JSON text)   absent when no job sets them, else an
+--                                              array with null for jobs that do not
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
 -- Errors:  none of its own.
 
-local pending, scheduled, seq_key = KEYS[1], KEYS[2], KEYS[4]
+local pending, scheduled = KEYS[1], KEYS[2]
 local now = pq_now(ARGV[1])
-local job_prefix, channel, queue = ARGV[2], ARGV[3], ARGV[4]
-local jobs = cjson.decode(ARGV[6])
-local n = #jobs
+local job_prefix = ARGV[2]
+local h = cjson.decode(ARGV[6])
 local NULL = cjson.null
+local ids, payloads = h['id'], h['payload']
+local n = #ids
+
+-- Shared columns arrive as one value; `x_all` holds it, else x_all is nil and x[i] is used.
+local function shared(column)
+  if type(column) == 'table' then
+    return nil, column
+  end
+  return column, nil
+end
+local type_all, types = shared(h['type'])
+local retries_all, retries = shared(h['max_retries'])
+local recoveries_all, recoveries = shared(h['max_recoveries'])
+local run_ats, delays = h['run_at'], h['delay']
+local unique_keys, unique_fors = h['unique_key'], h['unique_for']
+local optional = {}
+for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta'}) do
+  if h[name] ~= nil then
+    optional[#optional + 1] = {name, h[name]}
+  end
+end
 
 local was_empty = redis.call('LLEN', pending) == 0
 local head = pq_head_score(scheduled)
 pq_promote(pending, scheduled, KEYS[3], job_prefix, now, tonumber(ARGV[5]))
 
-local seq = redis.call('INCRBY', seq_key, n) - n
+local seq = redis.call('INCRBY', KEYS[4], n) - n
 local out, due, later = {}, {}, {}
 local earliest = nil
-local unique_index = 4 + n
+local unique_index = 4
 
-for i = 1, n do
-  local job = jobs[i]
-  local id, key = job[1], KEYS[4 + i]
-  local holder, unique_key = nil, nil
-  if job[8] ~= NULL then
+-- The id of the job already holding job i's id or unique key, or nil (then the key is taken).
+local function holder_of(i, id, key)
+  local unique_key = nil
+  if unique_keys ~= nil and unique_keys[i] ~= NULL then
     unique_index = unique_index + 1
     unique_key = KEYS[unique_index]
   end
   if redis.call('EXISTS', key) == 1 then
-    holder = id
-  elseif unique_key ~= nil then
-    local held = redis.call('GET', unique_key)
-    if held then
-      local held_id, expires = string.match(held, '^(.*)|(%d+)$')
-      if expires and tonumber(expires) > now then
-        holder = held_id
-      end
-    end
-    if holder == nil then
-      local ttl = job[9]
-      redis.call('SET', unique_key, id .. '|' .. pq_int(now + ttl), 'PX', pq_int(math.max(ttl, 1)))
+    return id
+  end
+  if unique_key == nil then
+    return nil
+  end
+  local held = redis.call('GET', unique_key)
+  if held then
+    local held_id, expires = string.match(held, '^(.*)|(%d+)$')
+    if expires and tonumber(expires) > now then
+      return held_id
     end
   end
+  local ttl = unique_fors[i]
+  redis.call('SET', unique_key, id .. '|' .. pq_int(now + ttl), 'PX', pq_int(math.max(ttl, 1)))
+  return nil
+end
+
+for i = 1, n do
+  local id = ids[i]
+  local key = job_prefix .. id
+  local holder = holder_of(i, id, key)
   if holder ~= nil then
     out[i] = holder
   else
     seq = seq + 1
-    local run_at = job[3]
-    if run_at == NULL then
-      run_at = now + (job[4] ~= NULL and job[4] or 0)
+    local run_at = now
+    if run_ats ~= nil and run_ats[i] ~= NULL then
+      run_at = run_ats[i]
+    elseif delays ~= nil and delays[i] ~= NULL then
+      run_at = now + delays[i]
     end
     local status = 'pending'
     if run_at > now then
@@ -83,28 +111,15 @@ for i = 1, n do
     else
       due[#due + 1] = id
     end
-    local fields = {
-      'type', job[2], 'payload', ARGV[6 + i], 'status', status,
-      'run_at', pq_int(run_at), 'created_at', pq_int(now), 'seq', pq_int(seq),
-      'max_retries', job[5], 'max_recoveries', job[6],
-    }
-    if job[7] ~= NULL then
-      fields[#fields + 1] = 'timeout'
-      fields[#fields + 1] = job[7]
+    redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
+      'run_at', run_at, 'created_at', now, 'seq', seq,
+      'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i])
+    for _, column in ipairs(optional) do
+      local value = column[2][i]
+      if value ~= NULL then
+        redis.call('HSET', key, column[1], value)
+      end
     end
-    if job[8] ~= NULL then
-      fields[#fields + 1] = 'unique_key'
-      fields[#fields + 1] = job[8]
-    end
-    if job[10] ~= NULL then
-      fields[#fields + 1] = 'idempotency_key'
-      fields[#fields + 1] = job[10]
-    end
-    if job[11] ~= NULL then
-      fields[#fields + 1] = 'meta'
-      fields[#fields + 1] = job[11]
-    end
-    redis.call('HSET', key, unpack(fields))
     out[i] = 1
   end
 end
@@ -116,6 +131,6 @@ if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
 if (was_empty and redis.call('LLEN', pending) > 0) or (earliest ~= nil and (head == nil or earliest < head)) then
-  redis.call('PUBLISH', channel, queue)
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return out

@@ -28,7 +28,6 @@ local err = cjson.decode(ARGV[4])
 err['attempt'] = tonumber(cur[3]) or 0
 err['at'] = now / 1000
 pq_add_error(key, err, tonumber(ARGV[6]))
-redis.call('HDEL', key, 'token', 'lease_expires_at')
 redis.call('ZREM', active, id)
 
 if ARGV[5] == '' then

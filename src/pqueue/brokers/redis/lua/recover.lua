@@ -29,7 +29,6 @@ for _, id in ipairs(expired) do
   if cur[1] == 'active' then
     local recoveries = (tonumber(cur[2]) or 0) + 1
     redis.call('HSET', key, 'recoveries', recoveries)
-    redis.call('HDEL', key, 'token', 'lease_expires_at')
     if recoveries > (tonumber(cur[3]) or 0) then
       pq_add_error(key, {
         kind = 'LeaseExpired', message = 'lease expired ' .. recoveries .. ' times', traceback = '',

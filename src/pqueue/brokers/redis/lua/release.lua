@@ -8,33 +8,33 @@
 -- KEYS[2]  <p>:{q}:pending
 -- KEYS[3]  <p>:{q}:scheduled
 -- KEYS[4]  <p>:{q}:seq
--- KEYS[4+i] <p>:{q}:job:<id> of lease i
 -- ARGV[1]  now ms, or '' for the server clock
--- ARGV[2]  delay ms (0 = back to pending now)
--- ARGV[3]  job key prefix <p>:{q}:job:
+-- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
+-- ARGV[3]  delay ms (0 = back to pending now)
 -- ARGV[4]  wake-up channel
 -- ARGV[5]  queue name
--- ARGV[4+2i .. 5+2i] for lease i: id, token
+-- ARGV[6]  JSON object {id: [...], token: [...]}
 -- Returns: array of 1 (released) / 0 (lease lost), one per lease
 -- Errors:  none of its own.
 
 local active, pending, scheduled = KEYS[1], KEYS[2], KEYS[3]
 local now = pq_now(ARGV[1])
-local delay = tonumber(ARGV[2])
+local job_prefix = ARGV[2]
+local delay = tonumber(ARGV[3])
+local batch = cjson.decode(ARGV[6])
+local ids, tokens = batch['id'], batch['token']
 local out, front, later = {}, {}, {}
 local earliest = nil
-for i = 1, #KEYS - 4 do
-  local key = KEYS[4 + i]
-  local id, token = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+for i = 1, #ids do
+  local id = ids[i]
+  local key = job_prefix .. id
   local cur = redis.call('HMGET', key, 'status', 'token', 'run_at')
-  if cur[1] == 'active' and cur[2] == token then
+  if cur[1] == 'active' and cur[2] == tokens[i] then
     redis.call('HINCRBY', key, 'attempt', -1)
-    redis.call('HDEL', key, 'token', 'lease_expires_at')
     redis.call('ZREM', active, id)
     if delay > 0 then
       local run_at = now + delay
-      redis.call('HSET', key, 'status', 'scheduled', 'run_at', pq_int(run_at),
-        'seq', pq_int(redis.call('INCR', KEYS[4])))
+      redis.call('HSET', key, 'status', 'scheduled', 'run_at', run_at, 'seq', redis.call('INCR', KEYS[4]))
       later[#later + 1] = run_at
       later[#later + 1] = id
       earliest = run_at
@@ -52,7 +52,7 @@ local head = pq_head_score(scheduled)
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
-pq_push_front(pending, front, ARGV[3])
+pq_push_front(pending, front, job_prefix)
 if #front > 0 or (earliest ~= nil and (head == nil or earliest < head)) then
   redis.call('PUBLISH', ARGV[4], ARGV[5])
 end

@@ -39,7 +39,7 @@ for _, id in ipairs(ids) do
   local key = job_prefix .. id
   if redis.call('ZSCORE', dead, id) and redis.call('HGET', key, 'status') == 'dead' then
     redis.call('ZREM', dead, id)
-    redis.call('HDEL', key, 'finished_at', 'token', 'lease_expires_at')
+    redis.call('HDEL', key, 'finished_at')
     redis.call('HSET', key, 'status', 'pending', 'attempt', 0, 'recoveries', 0, 'run_at', pq_int(now),
       'seq', pq_int(redis.call('INCR', KEYS[5])))
     moved[#moved + 1] = id
