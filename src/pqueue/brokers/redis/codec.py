@@ -101,7 +101,7 @@ def enqueue_header(specs: Sequence[JobSpec]) -> str:
         "max_retries": _shared([s.max_retries for s in specs]),
         "max_recoveries": _shared([s.max_recoveries for s in specs]),
     }
-    optional = {
+    optional: dict[str, list[Any]] = {
         "run_at": [None if s.run_at is None else to_ms(s.run_at) for s in specs],
         "delay": [None if s.delay is None else to_ms(s.delay) for s in specs],
         "timeout": [None if s.timeout is None else repr(s.timeout) for s in specs],
