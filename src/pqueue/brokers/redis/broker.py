@@ -215,7 +215,7 @@ class RedisBroker(RedisInspector):
     async def recover(self, *, limit: int = 1000) -> RecoveryReport:
         recovered: list[str] = []
         dead: list[str] = []
-        for queue in await self.registered_queues():
+        for queue in await self.queues_with_work(["active"]):
             left = limit - len(recovered) - len(dead)
             if left <= 0:
                 break
@@ -228,7 +228,7 @@ class RedisBroker(RedisInspector):
     @translated
     async def promote(self, *, limit: int = 1000) -> int:
         moved = 0
-        for queue in await self.registered_queues():
+        for queue in await self.queues_with_work(["scheduled", "retry"]):
             if moved >= limit:
                 break
             call = calls.promote(self.queue(queue), self.now_arg(), limit - moved, self.keys.wake_channel)

@@ -113,7 +113,29 @@ def enqueue_header(specs: Sequence[JobSpec]) -> str:
     for name, column in optional.items():
         if column.count(None) != len(column):
             header[name] = column
-    return _compact(header)
+    text = _compact(header)
+    if not _is_utf8(text):
+        header["payload"] = [_utf8_json(p) for p in header["payload"]]
+        if "meta" in header:
+            header["meta"] = [None if m is None else _utf8_json(m) for m in header["meta"]]
+        text = _compact(header)
+    return text
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _utf8_json(text: str) -> str:
+    """The same JSON value, sendable as UTF-8: a lone surrogate (legal in a Python str, not
+    in UTF-8) is re-encoded as its ``\\uXXXX`` escape. Cheap when nothing needs it."""
+    if _is_utf8(text):
+        return text
+    return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
 
 
 def encode_leases(leases: Sequence[Lease], results: Sequence[str | None] | None = None) -> str:
@@ -123,7 +145,7 @@ def encode_leases(leases: Sequence[Lease], results: Sequence[str | None] | None 
         "token": [lease.token for lease in leases],
     }
     if results is not None and results.count(None) != len(results):
-        batch["result"] = list(results)
+        batch["result"] = [None if r is None else _utf8_json(r) for r in results]
     return _compact(batch)
 
 

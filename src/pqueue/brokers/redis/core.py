@@ -127,6 +127,19 @@ class RedisCore:
         names: set[str] = await self.client.smembers(self.keys.queues)  # type: ignore[assignment]
         return sorted(names)
 
+    async def queues_with_work(self, sets: Sequence[str], *, older_than_ms: int = 0) -> list[str]:
+        """Registered queues where any of the sorted sets ``sets`` (QueueKeys attribute names)
+        has a member scored at or before now - ``older_than_ms``: a cheap look (one pipelined
+        ZCOUNT per queue and set) so maintenance runs scripts only where there is work."""
+        queues = await self.registered_queues()
+        if not queues:
+            return []
+        until = await self.now_ms() - older_than_ms
+        commands = [("ZCOUNT", getattr(self.queue(q), s), "-inf", until) for q in queues for s in sets]
+        counts = await self.run_many(commands)
+        width = len(sets)
+        return [q for i, q in enumerate(queues) if any(int(n) for n in counts[i * width : (i + 1) * width])]
+
     async def run(self, call: scripts.ScriptCall) -> Any:
         return await scripts.run(self.client, call)
 

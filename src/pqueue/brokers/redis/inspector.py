@@ -190,7 +190,7 @@ class RedisInspector(RedisCore):
     @translated
     async def prune(self, *, limit: int = 1000) -> int:
         removed = 0
-        for q in await self.registered_queues():
+        for q in await self.queues_with_work(["completed", "cancelled"], older_than_ms=self.retention_ms):
             if removed >= limit:
                 break
             call = calls.prune(self.queue(q), self.now_arg(), self.retention_ms, limit - removed)

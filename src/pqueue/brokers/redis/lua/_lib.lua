@@ -107,11 +107,16 @@ local function pq_push_front(pending, entries, job_prefix)
 end
 
 -- Append an error record to a job's JSON error history, keeping the newest `keep`.
+-- A malformed history is replaced rather than failing the script (and with it every
+-- transition of the queue, e.g. recovery).
 local function pq_add_error(job_key, error_obj, keep)
   local raw = redis.call('HGET', job_key, 'errors')
   local history = {}
   if raw then
-    history = cjson.decode(raw)
+    local ok, decoded = pcall(cjson.decode, raw)
+    if ok and type(decoded) == 'table' then
+      history = decoded
+    end
   end
   history[#history + 1] = error_obj
   while #history > keep do

@@ -3,7 +3,9 @@
 -- Promotes due scheduled/retry jobs first, then pops ids from the head of pending. Each
 -- job becomes active: attempt + 1, a fresh token (unique per queue, from the seq counter),
 -- a lease deadline now + lease, and an entry in the active set scored by that deadline.
--- An id whose job is gone or no longer pending (a stale entry) is dropped.
+-- An id whose job is gone or no longer pending (a stale entry) is dropped. Nothing here
+-- may raise after the LPOP (Redis does not roll a failed script back), so a job key of
+-- the wrong type is read with pcall and dropped like a stale entry.
 --
 -- KEYS[1]  <p>:{q}:pending
 -- KEYS[2]  <p>:{q}:scheduled
@@ -36,14 +38,17 @@ local deadline = now + lease
 local out, leased = {}, {}
 for _, id in ipairs(ids) do
   local key = job_prefix .. id
-  local fields = redis.call('HGETALL', key)
+  local fields = redis.pcall('HGETALL', key)
   local status, attempt = nil, 0
+  if fields['err'] ~= nil then
+    fields = {}
+  end
   for i = 1, #fields, 2 do
     local name = fields[i]
     if name == 'status' then
       status = fields[i + 1]
     elseif name == 'attempt' then
-      attempt = tonumber(fields[i + 1])
+      attempt = tonumber(fields[i + 1]) or 0
     end
   end
   if status == 'pending' then
