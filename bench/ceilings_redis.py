@@ -35,7 +35,10 @@ import redis
 import redis.asyncio
 
 HERE = Path(__file__).parent
-FIELDS = "type bench:noop payload {} status pending run_at 1800000000000 created_at 1800000000000 seq 1 max_retries 3 max_recoveries 5"
+FIELDS = (
+    "type bench:noop payload {} status pending run_at 1800000000000 created_at 1800000000000 "
+    "seq 1 max_retries 3 max_recoveries 5"
+)
 LMOVE = "return redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')"
 
 
@@ -62,15 +65,27 @@ def ceilings(url: str, prefix: str) -> dict[str, float]:
             "ping_1client": redis_benchmark(url, "-n", "20000", "-c", "1", "PING"),
             "evalsha_noop_1client": redis_benchmark(url, "-n", "20000", "-c", "1", "EVALSHA", noop, "0"),
             "hset8_pipelined": redis_benchmark(
-                url, "-n", "200000", "-c", "1", "-P", "1000", "-r", "100000",
-                "HSET", f"{prefix}:{{q}}:job:__rand_int__", *FIELDS.split(),
+                url,
+                "-n",
+                "200000",
+                "-c",
+                "1",
+                "-P",
+                "1000",
+                "-r",
+                "100000",
+                "HSET",
+                f"{prefix}:{{q}}:job:__rand_int__",
+                *FIELDS.split(),
             ),
         }
         client.rpush(src, *range(300_000))
         out["lmove_script_pipelined"] = redis_benchmark(
             url, "-n", "200000", "-c", "1", "-P", "100", "EVALSHA", lmove, "2", src, dst
         )
-        client.hset(f"{prefix}:{{q}}:job:1", mapping=dict(zip(FIELDS.split()[::2], FIELDS.split()[1::2])))
+        client.hset(
+            f"{prefix}:{{q}}:job:1", mapping=dict(zip(FIELDS.split()[::2], FIELDS.split()[1::2], strict=True))
+        )
         out["hgetall8_pipelined"] = redis_benchmark(
             url, "-n", "200000", "-c", "1", "-P", "100", "HGETALL", f"{prefix}:{{q}}:job:1"
         )
@@ -104,11 +119,16 @@ def broker_bench(url: str, args: argparse.Namespace) -> dict[str, float]:
     cmd = [sys.executable, str(HERE / "broker.py"), "--dsn", dsn, "--json", "--repeat", str(args.repeat)]
     cmd += ["--n", str(args.n), "--n-one", str(args.n_one)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    return {d["scenario"]: d["median"] for d in map(json.loads, filter(lambda s: s.startswith("{"), out.splitlines()))}
+    return {
+        d["scenario"]: d["median"]
+        for d in map(json.loads, filter(lambda s: s.startswith("{"), out.splitlines()))
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--url", default="redis://127.0.0.1:6379/3", help="server and database (not 8 or 12)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--n", type=int, default=20_000)

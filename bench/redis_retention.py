@@ -34,8 +34,21 @@ def start_server(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir), "--logfile", str(workdir / "redis.log")],
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--logfile",
+            str(workdir / "redis.log"),
+        ],
     )
     for _ in range(500):
         try:
@@ -57,8 +70,9 @@ async def workload(broker: FullBroker, n: int) -> None:
     for start in range(0, n, 1000):
         specs = []
         for i in range(start, min(start + 1000, n)):
-            unique = {"unique_key": f"u{i}", "unique_for": 5} if i % 10 == 0 else {}
-            specs.append(build_spec("bench:noop", {"i": i}, **unique))
+            unique = i % 10 == 0
+            key, ttl = (f"u{i}", 5.0) if unique else (None, None)
+            specs.append(build_spec("bench:noop", {"i": i}, unique_key=key, unique_for=ttl))
         await broker.enqueue(specs)
     done = 0
     page = await broker.list_jobs(pqueue.JobStatus.PENDING, limit=n // 100)
@@ -84,7 +98,7 @@ async def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="pq-retention-"))
     proc, port = start_server(workdir)
     url = f"redis://127.0.0.1:{port}/0"
-    admin = Redis.from_url(url)
+    admin = Redis.from_url(url, decode_responses=True)
     try:
         await snapshot(admin, "empty server")
         broker = pqueue.connect(f"{url}?prefix=pqgc&retention={args.retention}")
@@ -105,7 +119,7 @@ async def run(args: argparse.Namespace) -> None:
                     break
                 await asyncio.sleep(0.5)
             await snapshot(admin, "retention passed, prune run")
-            print("   keys left:", sorted(k.decode() for k in await admin.keys("*")))
+            print("   keys left:", sorted(await admin.keys("*")))
         finally:
             await broker.close()
     finally:
@@ -116,7 +130,9 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--retention", type=float, default=5.0)
     asyncio.run(run(parser.parse_args(argv)))
