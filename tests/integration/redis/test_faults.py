@@ -15,6 +15,8 @@ from pqueue.job import JobStatus
 from pqueue.spec import build_spec
 from tests.integration.redis.servers import PrivateRedis
 
+pytestmark = pytest.mark.redis
+
 PREFIX = "pqfault"
 
 

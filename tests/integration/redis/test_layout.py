@@ -17,6 +17,8 @@ from pqueue.spec import build_spec
 from tests.conftest import service_url
 from tests.integration.redis.conftest import OpenRedis
 
+pytestmark = pytest.mark.redis
+
 DOC = Path(__file__).parents[3] / "docs" / "redis.md"
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 

@@ -14,6 +14,8 @@ from pqueue.job import Lease
 from pqueue.spec import build_spec
 from tests.integration.redis.conftest import OpenRedis
 
+pytestmark = pytest.mark.redis
+
 
 @pytest.mark.asyncio
 async def test_never_claimable_early_on_an_injected_clock(open_redis: OpenRedis) -> None:

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.redis import calls
@@ -21,6 +21,8 @@ from pqueue.brokers.redis.codec import decode_lease, to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.inspector import RedisInspector
+from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.brokers.redis.wakeup import WakeHub
 from pqueue.clock import Clock
 from pqueue.errors import CorruptJob
@@ -37,7 +39,13 @@ ENQUEUE_CHUNK = 1000
 each run (which blocks the server) to a few milliseconds."""
 
 
-def _by_queue(items: Sequence[Any], queue_of: Any) -> dict[str, list[int]]:
+T = TypeVar("T")
+PerQueue = Callable[[QueueKeys, list[int]], ScriptCall]
+"""Builds the script call for one queue's share (indices into the caller's list)."""
+
+
+def _by_queue(items: Sequence[T], queue_of: Callable[[T], str]) -> dict[str, list[int]]:
+    """Indices of ``items`` grouped by queue, in first-seen order."""
     groups: dict[str, list[int]] = {}
     for i, item in enumerate(items):
         groups.setdefault(queue_of(item), []).append(i)
@@ -154,7 +162,7 @@ class RedisBroker(RedisInspector):
         )
         await self.run(call)
 
-    async def _per_queue(self, leases: Sequence[Lease], build: Any) -> list[bool]:
+    async def _per_queue(self, leases: Sequence[Lease], build: PerQueue) -> list[bool]:
         """Run ``build(keys, indices)`` once per queue of ``leases``; results in lease order."""
         if not leases:
             return []
@@ -173,7 +181,7 @@ class RedisBroker(RedisInspector):
         results = list(results_json) if results_json is not None else [None] * len(leases)
         now = self.now_arg()
 
-        def build(k: Any, idx: list[int]) -> Any:
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
             return calls.ack(k, now, self.retention_ms, [leases[i] for i in idx], [results[i] for i in idx])
 
         return await self._per_queue(leases, build)
@@ -197,7 +205,7 @@ class RedisBroker(RedisInspector):
     async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
         now, delay_ms, channel = self.now_arg(), max(0, to_ms(delay)), self.keys.wake_channel
 
-        def build(k: Any, idx: list[int]) -> Any:
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
             return calls.release(k, now, delay_ms, [leases[i] for i in idx], channel)
 
         return await self._per_queue(leases, build)
@@ -206,7 +214,7 @@ class RedisBroker(RedisInspector):
     async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:
         now, lease_ms = self.now_arg(), max(1, to_ms(lease_for))
 
-        def build(k: Any, idx: list[int]) -> Any:
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
             return calls.extend(k, now, lease_ms, [leases[i] for i in idx])
 
         return await self._per_queue(leases, build)

@@ -33,7 +33,7 @@ class WakeHub:
 
     async def subscribed(self, timeout: float) -> bool:
         """Start listening if needed; True once the subscription is confirmed."""
-        if self._task is None:
+        if self._task is None or self._task.done():  # first use, or the listener died
             self._ready = asyncio.Event()
             self._task = asyncio.create_task(self._listen(), name="pqueue-redis-wakeup")
         assert self._ready is not None
@@ -80,6 +80,10 @@ class WakeHub:
                     await asyncio.sleep(0.5)
                     continue
                 self._handle(message)
+        except Exception:
+            log.exception("pqueue: wake-up listener failed; the next wait starts a new one")
+            self._wake_all()
+            raise
         finally:
             self._ready.clear()
             with contextlib.suppress(Exception):
