@@ -264,7 +264,8 @@ class RedisBroker(RedisInspector):
                     return False
                 nap = left if next_in is None else min(left, next_in + 0.001)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), nap)
+                    async with asyncio.timeout(nap):  # not wait_for: it can lose a cancel on 3.11
+                        await event.wait()
         finally:
             hub.remove(queues, event)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import socket
@@ -30,19 +31,40 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def honour_lost_cancel(task: asyncio.Task[Any] | None, cancels_before: int) -> None:
+    """Raise CancelledError if ``task`` was cancelled during a call that then returned anyway.
+
+    redis-py 8 sends every command through ``asyncio.wait_for``, which on Python 3.11
+    returns normally when a cancellation races with the send completing; the caller's
+    cancel would be lost and, e.g., a worker's shutdown would hang on a task that keeps
+    running. The cancel request is still counted by ``Task.cancelling()``, so it can be
+    honoured here, after the command, with the connection in a clean state.
+    """
+    if task is not None and task.cancelling() > cancels_before:
+        raise asyncio.CancelledError()
+
+
 def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Turn redis-py errors into pqueue's: unreachable -> BrokerUnavailable, else BrokerError."""
+    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnavailable, else
+    BrokerError), and never let a cancellation of the call go missing."""
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        task = asyncio.current_task()
+        cancels = task.cancelling() if task is not None else 0
         try:
-            return await fn(*args, **kwargs)
+            result = await fn(*args, **kwargs)
         except PQueueError:
+            honour_lost_cancel(task, cancels)
             raise
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            honour_lost_cancel(task, cancels)
             raise BrokerUnavailable(f"redis is unreachable: {exc}") from exc
         except RedisError as exc:
+            honour_lost_cancel(task, cancels)
             raise BrokerError(f"redis command failed: {exc}") from exc
+        honour_lost_cancel(task, cancels)
+        return result
 
     return wrapper
 

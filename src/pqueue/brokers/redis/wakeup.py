@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from pqueue.brokers.redis.core import honour_lost_cancel
+
 log = logging.getLogger("pqueue.redis")
 
 
@@ -40,7 +42,8 @@ class WakeHub:
         if self._ready.is_set():
             return True
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
         return self._ready.is_set()
 
     def add(self, queues: Iterable[str], event: asyncio.Event) -> None:
@@ -67,13 +70,16 @@ class WakeHub:
     async def _listen(self) -> None:
         assert self._ready is not None
         pubsub = self._client.pubsub()
+        me = asyncio.current_task()
         try:
             while True:
                 try:
                     if not pubsub.subscribed:
                         await pubsub.subscribe(self._channel)
                     message = await pubsub.get_message(timeout=None)
+                    honour_lost_cancel(me, 0)  # close() cancels us; redis-py may drop that
                 except (RedisError, OSError) as exc:
+                    honour_lost_cancel(me, 0)
                     log.warning("pqueue: wake-up listener lost redis (%s); reconnecting", exc)
                     self._ready.clear()
                     self._wake_all()
