@@ -111,6 +111,5 @@ class WakeHub:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})  # unlike `await task`, keeps a cancel of close() itself
         self._wake_all()
