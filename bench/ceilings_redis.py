@@ -91,10 +91,8 @@ def ceilings(url: str, prefix: str) -> dict[str, float]:
         )
         return out
     finally:
-        keys = list(client.scan_iter(match=f"{prefix}:*", count=10_000))
-        for i in range(0, len(keys), 10_000):
-            client.unlink(*keys[i : i + 10_000])
         client.close()
+        _unlink_prefix(url, prefix)
 
 
 async def _redis_py_calls(url: str, n: int = 5000) -> dict[str, float]:
@@ -113,12 +111,25 @@ async def _redis_py_calls(url: str, n: int = 5000) -> dict[str, float]:
         await client.aclose()
 
 
+def _unlink_prefix(url: str, prefix: str) -> None:
+    client = redis.Redis.from_url(url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=10_000))
+        for i in range(0, len(keys), 10_000):
+            client.unlink(*keys[i : i + 10_000])
+    finally:
+        client.close()
+
+
 def broker_bench(url: str, args: argparse.Namespace) -> dict[str, float]:
-    """Medians from bench/broker.py on the same server, under a prefix of its own."""
-    dsn = f"{url}?prefix=pqbench{uuid.uuid4().hex[:8]}"
-    cmd = [sys.executable, str(HERE / "broker.py"), "--dsn", dsn, "--json", "--repeat", str(args.repeat)]
-    cmd += ["--n", str(args.n), "--n-one", str(args.n_one)]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    """Medians from bench/broker.py on the same server, under a prefix of its own (removed after)."""
+    prefix = f"pqbench{uuid.uuid4().hex[:8]}"
+    cmd = [sys.executable, str(HERE / "broker.py"), "--dsn", f"{url}?prefix={prefix}", "--json"]
+    cmd += ["--repeat", str(args.repeat), "--n", str(args.n), "--n-one", str(args.n_one)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    finally:
+        _unlink_prefix(url, prefix)
     return {
         d["scenario"]: d["median"]
         for d in map(json.loads, filter(lambda s: s.startswith("{"), out.splitlines()))
