@@ -5,6 +5,7 @@ The public API is re-exported here; everything else is an implementation detail.
 
 from pqueue.broker import Broker, Capability, FullBroker, IdempotencyState, Inspector, WorkerInfo
 from pqueue.brokers import connect
+from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock, ManualClock, SystemClock
 from pqueue.errors import (
     BrokerError,
@@ -24,13 +25,31 @@ from pqueue.errors import (
     SkipRetry,
 )
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.middleware import JobReport, Middleware, Outcome
 from pqueue.priority import QueueSelection
 from pqueue.retry import ConstantBackoff, ExponentialBackoff, LinearBackoff, RetryPolicy
+from pqueue.router import Handler, Router
 from pqueue.spec import build_spec
+from pqueue.sync import Client
+from pqueue.task import Task
+from pqueue.worker import JobTimeout, UnknownTypePolicy, Worker, WorkerCounters
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "Router",
+    "Handler",
+    "Task",
+    "Client",
+    "AsyncClient",
+    "Stats",
+    "Worker",
+    "WorkerCounters",
+    "UnknownTypePolicy",
+    "JobTimeout",
+    "Middleware",
+    "JobReport",
+    "Outcome",
     "connect",
     "Broker",
     "Inspector",

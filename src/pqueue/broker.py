@@ -126,8 +126,14 @@ class Broker(Protocol):
         """Record ``error``; ``retry`` at now + ``retry_in``, or ``dead`` when None. False = lease lost."""
         ...
 
-    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
-        """Hand jobs back unrun (graceful drain, busy idempotency key) without burning an attempt."""
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
+        """Hand jobs back unrun (graceful drain, busy idempotency key) without burning an attempt.
+
+        ``note``, when given, is added to each job's error history (e.g. "no handler for
+        this type") so the reason a job keeps coming back is visible to admins.
+        """
         ...
 
     async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:

@@ -24,6 +24,8 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_RECOVERIES = 5
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_META_ENTRIES = 32
+MAX_COUNT = 10_000
+"""Upper bound for max_retries and max_recoveries (storage uses 32-bit integers)."""
 
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 """Queue names: letters, digits, ``_ . -``; no ``{ } :`` so Redis keys stay well-formed."""
@@ -97,8 +99,8 @@ def _seconds(name: str, value: float | timedelta | None, *, allow_zero: bool) ->
 
 
 def _count(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidOption(f"{name} must be an int >= 0, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise InvalidOption(f"{name} must be an int from 0 to {MAX_COUNT}, got {value!r}")
     return value
 
 

@@ -56,7 +56,8 @@ def test_explicit_job_id_is_kept() -> None:
     [({"delay": 1, "run_at": datetime.now(UTC)}, InvalidOption), ({"timeout": 0}, InvalidOption),
      ({"idempotency_key": "has space"}, InvalidName), ({"unique_key": "", "unique_for": 5}, InvalidName),
      ({"meta": {f"k{i}": "v" for i in range(33)}}, InvalidOption), ({"meta": {"bad key": "v"}}, InvalidName),
-     ({"max_retries": True}, InvalidOption), ({"delay": "5"}, InvalidOption)],
+     ({"max_retries": True}, InvalidOption), ({"delay": "5"}, InvalidOption),
+     ({"max_retries": 2**31}, InvalidOption), ({"max_recoveries": 10_001}, InvalidOption)],
 )  # fmt: skip
 def test_bad_options(kwargs: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):

@@ -116,8 +116,10 @@ class MemoryBroker:
         self._waiters.wake(woken)
         return ok
 
-    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
-        out, woken = self._store.release(leases, delay)
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
+        out, woken = self._store.release(leases, delay, note)
         self._waiters.wake(woken)
         return out
 

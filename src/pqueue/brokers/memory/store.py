@@ -180,7 +180,9 @@ class MemoryStore:
             self._line_up(rec)
             return True, {rec.queue} if retry_in <= 0 else set()
 
-    def release(self, leases: Sequence[Lease], delay: float) -> tuple[list[bool], set[str]]:
+    def release(
+        self, leases: Sequence[Lease], delay: float, note: ErrorInfo | None
+    ) -> tuple[list[bool], set[str]]:
         now = self.clock.now()
         out: list[bool] = []
         woken: set[str] = set()
@@ -190,6 +192,8 @@ class MemoryStore:
                 if rec is None:
                     out.append(False)
                     continue
+                if note is not None:
+                    rec.errors = append_error(rec.errors, replace(note, attempt=rec.attempt, at=now))
                 self._put_back(rec, now, run_at=now + delay if delay > 0 else rec.run_at)
                 woken.update([rec.queue] if rec.status is JobStatus.PENDING else [])
                 out.append(True)

@@ -8,7 +8,7 @@ import pytest
 
 from pqueue.broker import FullBroker
 from pqueue.clock import ManualClock
-from pqueue.job import MAX_ERROR_HISTORY, JobStatus
+from pqueue.job import MAX_ERROR_HISTORY, ErrorInfo, JobStatus
 from pqueue.outcome import next_retry_in
 from pqueue.retry import ExponentialBackoff
 from pqueue.testing.contract.helpers import boom, put, status_of, take, take_one, total
@@ -112,6 +112,16 @@ class LifecycleContract:
         assert await broker.release([again], delay=60) == [True]
         assert await status_of(broker, first) is JobStatus.SCHEDULED
         assert (await take_one(broker)).job.id == second
+
+    async def test_release_can_leave_a_note_in_the_error_history(self, broker: FullBroker) -> None:
+        job_id = await put(broker, max_retries=0)
+        lease = await take_one(broker)
+        note = ErrorInfo("UnknownJobType", "no handler for job type 'x'")
+        assert await broker.release([lease], delay=30, note=note) == [True]
+        job = await broker.get_job(job_id)
+        assert job.status is JobStatus.SCHEDULED and job.attempt == 0
+        assert job.last_error is not None and job.last_error.kind == "UnknownJobType"
+        assert job.last_error.message == "no handler for job type 'x'" and job.last_error.attempt == 1
 
     async def test_completed_jobs_are_kept_then_pruned(self, broker: FullBroker, clock: ManualClock) -> None:
         job_id = await put(broker)

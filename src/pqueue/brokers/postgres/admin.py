@@ -1,0 +1,85 @@
+"""Inspection and admin (the :class:`~pqueue.broker.Inspector` half) for Postgres."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from pqueue.broker import JobPage, QueueCounts, WorkerInfo
+from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
+from pqueue.brokers.postgres.core import BrokerCore
+from pqueue.errors import JobNotFound
+from pqueue.ids import is_job_id
+from pqueue.job import Job, JobStatus
+
+
+def _id_filter(job_ids: Sequence[str] | None) -> list[str] | None:
+    """Job ids as a uuid[] parameter; ids that are not UUIDs cannot exist and are dropped."""
+    return None if job_ids is None else [i for i in job_ids if is_job_id(i)]
+
+
+class PostgresAdmin(BrokerCore):
+    """Reads and admin actions; they run rarely, so their plans are never cached."""
+
+    async def get_job(self, job_id: str) -> Job:
+        if not is_job_id(job_id):
+            raise JobNotFound(f"no job with id {job_id!r}")
+        rows = await self.db.fetch(self._q["get_job"], {"id": job_id}, prepare=False)
+        if not rows:
+            raise JobNotFound(f"no job with id {job_id!r}")
+        return row_to_job(rows[0])
+
+    async def counts(self) -> QueueCounts:
+        counts: dict[str, dict[JobStatus, int]] = {}
+        for queue, status, n in await self.db.rows(self._q["counts"], {}, prepare=False):
+            per = counts.setdefault(queue, dict.fromkeys(JobStatus, 0))
+            if status is not None:
+                per[JobStatus(status)] = n
+        return dict(sorted(counts.items()))
+
+    async def list_queues(self) -> list[str]:
+        return [name for (name,) in await self.db.rows(self._q["list_queues"], {}, prepare=False)]
+
+    async def list_jobs(
+        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+    ) -> JobPage:
+        if limit < 1 or offset < 0:
+            raise ValueError("list_jobs: limit must be >= 1 and offset >= 0")
+        params = {"status": JobStatus(status).value, "queue": queue, "limit": limit, "offset": offset}
+        rows = await self.db.fetch(self._q["list_jobs"], params, prepare=False)
+        jobs = tuple(row_to_job(row) for row in rows[:limit])
+        return JobPage(jobs, offset + limit if len(rows) > limit else None)
+
+    async def cancel(self, job_id: str) -> bool:
+        if not is_job_id(job_id):
+            raise JobNotFound(f"no job with id {job_id!r}")
+        rows = await self.db.rows(self._q["cancel"], self._params(id=job_id), prepare=False)
+        if not rows:
+            raise JobNotFound(f"no job with id {job_id!r}")
+        return bool(rows[0][1])
+
+    async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        params = self._params(queue=queue, ids=_id_filter(job_ids))
+        return int(await self.db.value(self._q["requeue_dead"], params, prepare=False))
+
+    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        params = {"queue": queue, "ids": _id_filter(job_ids)}
+        return int(await self.db.value(self._q["purge_dead"], params, prepare=False))
+
+    async def prune(self, *, limit: int = 1000) -> int:
+        params = self._params(limit=limit, retention=self.config.retention)
+        return int(await self.db.value(self._q["prune"], params))
+
+    async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
+        fields = asdict(info)
+        fields.update(queues=list(info.queues), meta=json.dumps(dict(info.meta)), ttl=ttl)
+        del fields["last_seen"]
+        await self.db.rows(self._q["register_worker"], self._params(**fields))
+
+    async def unregister_worker(self, worker_id: str) -> None:
+        await self.db.rows(self._q["unregister_worker"], {"id": worker_id})
+
+    async def list_workers(self) -> list[WorkerInfo]:
+        rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
+        return [row_to_worker(row) for row in rows]

@@ -1,0 +1,196 @@
+"""``postgresql://`` — jobs in one Postgres schema, claimed with ``FOR UPDATE SKIP LOCKED``.
+
+Every statement is one autocommit transaction from ``queries.sql``, prepared on its pooled
+connection. Time is the injected clock's when there is one, else the server's
+``statement_timestamp()``. Idle claimers sleep on one LISTEN connection per broker and wake
+on NOTIFY; ``enqueue_in`` puts jobs on the caller's own transaction. docs/postgres.md
+explains the design; ADRs 0010-0015 record the decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from pqueue.broker import Capability, IdempotencyState, RecoveryReport
+from pqueue.brokers.postgres import transactional
+from pqueue.brokers.postgres.admin import PostgresAdmin
+from pqueue.brokers.postgres.codec import EnqueueBatch, lease_arrays, lease_token, row_to_lease
+from pqueue.brokers.postgres.config import PostgresConfig
+from pqueue.brokers.postgres.core import settled
+from pqueue.clock import Clock
+from pqueue.errors import CorruptJob
+from pqueue.ids import is_job_id
+from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lease
+
+LISTEN_START_TIMEOUT = 5.0
+"""Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
+
+
+def _text(value: str) -> str:
+    """Postgres text cannot hold NUL; an exception message may. Keep the rest of it."""
+    return value.replace("\x00", "\ufffd")
+
+
+class PostgresBroker(PostgresAdmin):
+    """The Postgres backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
+
+    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.TRANSACTIONAL_ENQUEUE})
+
+    @classmethod
+    def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
+        """``postgresql://user@host/db?schema=pqueue&retention=86400&pool_max=10``.
+
+        pqueue's options are taken out of the DSN (``options`` override them); the rest is
+        handed to libpq.
+        """
+        return cls(PostgresConfig.from_url(dsn, options), clock=clock)
+
+    async def __aenter__(self) -> PostgresBroker:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- hot path ----------------------------------------------------------------
+
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        if not specs:
+            return []
+        batch = EnqueueBatch.of(specs)
+        rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
+        return batch.results(rows)
+
+    async def enqueue_in(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """Enqueue on the caller's open transaction (psycopg ``AsyncConnection`` or SQLAlchemy
+        ``AsyncConnection``/``AsyncSession``): workers see the jobs only if it commits."""
+        return await transactional.enqueue_in(conn, specs, schema=self.schema, clock=self.clock)
+
+    def enqueue_in_sync(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """Enqueue on the caller's open transaction (psycopg ``Connection`` or SQLAlchemy
+        ``Connection``/``Session``); needs no open broker and no event loop."""
+        return transactional.enqueue_in_sync(conn, specs, schema=self.schema, clock=self.clock)
+
+    async def claim(
+        self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float
+    ) -> list[Lease]:
+        if limit < 1 or not queues:
+            return []
+        params = self._params(queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id)
+        rows = await self.db.fetch(self._q["claim"], params)
+        rows.sort(key=lambda row: (row["pos"], row["run_at"], row["seq"]))
+        leases: list[Lease] = []
+        for row in rows:
+            try:
+                leases.append(row_to_lease(row))
+            except CorruptJob as exc:
+                await self._bury(row, exc)
+        return leases
+
+    async def _bury(self, row: dict[str, Any], exc: CorruptJob) -> None:
+        """Dead-letter a claimed row that cannot be decoded, so it cannot crash-loop workers."""
+        error = ErrorInfo("CorruptJob", str(exc))
+        await self.db.rows(self._q["fail"], self._fail_params(row["id"], row["lease_token"], error, None))
+
+    async def ack(
+        self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
+    ) -> list[bool]:
+        if not leases:
+            return []
+        if results_json is not None and len(results_json) != len(leases):
+            raise ValueError(f"ack: {len(results_json)} results for {len(leases)} leases")
+        ids, tokens = lease_arrays(leases)
+        results = list(results_json) if results_json is not None else [None] * len(leases)
+        rows = await self.db.rows(self._q["ack"], self._params(id=ids, token=tokens, result=results))
+        return settled(leases, rows)
+
+    async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:
+        token = lease_token(lease)
+        if token is None or not is_job_id(lease.job.id):
+            return False
+        params = self._fail_params(lease.job.id, token, error, retry_in)
+        return bool(await self.db.rows(self._q["fail"], params))
+
+    def _fail_params(
+        self, job_id: object, token: int, error: ErrorInfo, retry_in: float | None
+    ) -> dict[str, Any]:
+        return self._params(
+            id=job_id,
+            token=token,
+            retry_in=retry_in,
+            kind=_text(error.kind),
+            message=_text(error.message),
+            traceback=_text(error.traceback),
+            keep=MAX_ERROR_HISTORY,
+        )
+
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
+        if not leases:
+            return []
+        ids, tokens = lease_arrays(leases)
+        params = self._params(
+            id=ids,
+            token=tokens,
+            delay=delay,
+            kind=None if note is None else _text(note.kind),
+            message=None if note is None else _text(note.message),
+            traceback=None if note is None else _text(note.traceback),
+            keep=MAX_ERROR_HISTORY,
+        )
+        rows = await self.db.rows(self._q["release"], params)
+        return settled(leases, rows)
+
+    async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:
+        if not leases:
+            return []
+        ids, tokens = lease_arrays(leases)
+        rows = await self.db.rows(self._q["extend"], self._params(id=ids, token=tokens, lease_for=lease_for))
+        return settled(leases, rows)
+
+    async def recover(self, *, limit: int = 1000) -> RecoveryReport:
+        rows = await self.db.rows(self._q["recover"], self._params(limit=limit, keep=MAX_ERROR_HISTORY))
+        recovered = tuple(str(job_id) for job_id, status in rows if status != "dead")
+        dead = tuple(str(job_id) for job_id, status in rows if status == "dead")
+        return RecoveryReport(recovered, dead)
+
+    async def promote(self, *, limit: int = 1000) -> int:
+        return int(await self.db.value(self._q["promote"], self._params(limit=limit)))
+
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        await self._listener.start(min(timeout, LISTEN_START_TIMEOUT))
+        waiter = self._listener.park(queues)
+        try:
+            due_in = await self.db.value(self._q["next_due"], self._params(queues=list(queues)))
+            if due_in is not None:
+                waiter.expect(loop.time() + due_in)
+            while True:
+                now = loop.time()
+                if waiter.due_at <= now:
+                    return True
+                if end <= now:
+                    return False
+                waiter.event.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.event.wait(), min(end, waiter.due_at) - now)
+        finally:
+            self._listener.unpark(waiter)
+
+    async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
+        params = self._params(key=key, owner=owner, ttl=ttl)
+        [(holder, state)] = await self.db.rows(self._q["idempotency_begin"], params)
+        if state == "done":
+            return IdempotencyState.DONE
+        return IdempotencyState.ACQUIRED if holder == owner else IdempotencyState.IN_FLIGHT
+
+    async def idempotency_end(self, key: str, owner: str, *, done: bool, ttl: float) -> None:
+        if done:
+            await self.db.rows(self._q["idempotency_done"], self._params(key=key, owner=owner, ttl=ttl))
+        else:
+            await self.db.rows(self._q["idempotency_release"], {"key": key, "owner": owner})

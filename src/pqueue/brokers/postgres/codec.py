@@ -1,0 +1,184 @@
+"""Rows of the jobs and workers tables to pqueue objects, and specs to enqueue arrays.
+
+A row that cannot be decoded raises :class:`~pqueue.errors.CorruptJob` naming the job,
+never a bare ``KeyError``/``TypeError`` deep inside a worker.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pqueue.broker import WorkerInfo
+from pqueue.errors import CorruptJob
+from pqueue.ids import is_job_id
+from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+
+Row = Mapping[str, Any]
+
+_EMPTY_META = "{}"
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
+
+
+def _meta(value: object) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise TypeError(f"meta must be an object of strings, got {value!r}")
+    return value
+
+
+def _errors(value: object) -> tuple[ErrorInfo, ...]:
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise TypeError(f"errors must be a list of objects, got {value!r}")
+    return tuple(ErrorInfo.from_dict(e) for e in value)
+
+
+def row_to_job(row: Row) -> Job:
+    """Decode one jobs row (payload/meta/errors/result already parsed by psycopg)."""
+    job_id = row.get("id")
+    try:
+        return Job(
+            id=str(job_id),
+            type=row["type"],
+            queue=row["queue"],
+            payload=row["payload"],
+            status=JobStatus(row["status"]),
+            attempt=int(row["attempt"]),
+            max_retries=int(row["max_retries"]),
+            recoveries=int(row["recoveries"]),
+            max_recoveries=int(row["max_recoveries"]),
+            run_at=row["run_at"].astimezone(UTC),
+            created_at=row["created_at"].astimezone(UTC),
+            timeout=row["timeout"],
+            unique_key=row["unique_key"],
+            idempotency_key=row["idempotency_key"],
+            started_at=_utc(row["started_at"]),
+            finished_at=_utc(row["finished_at"]),
+            errors=_errors(row["errors"]),
+            result=row["result"],
+            meta=_meta(row["meta"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptJob(f"job {job_id} in Postgres cannot be decoded: {exc}") from exc
+
+
+def row_to_lease(row: Row) -> Lease:
+    """Decode a claimed row into the lease a worker holds."""
+    job = row_to_job(row)
+    try:
+        return Lease(job, str(row["lease_token"]), row["lease_expires_at"].timestamp())
+    except (KeyError, AttributeError) as exc:
+        raise CorruptJob(f"job {job.id} was claimed without a lease: {exc}") from exc
+
+
+def row_to_worker(row: Row) -> WorkerInfo:
+    """Decode one workers row."""
+    return WorkerInfo(
+        id=row["id"],
+        host=row["host"],
+        pid=row["pid"],
+        queues=tuple(row["queues"]),
+        concurrency=row["concurrency"],
+        started_at=row["started_at"].timestamp(),
+        last_seen=row["last_seen"].timestamp(),
+        meta=dict(row["meta"] or {}),
+    )
+
+
+def lease_token(lease: Lease) -> int | None:
+    """The numeric token of a lease, or None for one this broker never issued."""
+    try:
+        return int(lease.token)
+    except ValueError:
+        return None
+
+
+def lease_arrays(leases: Sequence[Lease]) -> tuple[list[str], list[int | None]]:
+    """Ids and tokens of leases as arrays (tokens this broker never issued never match)."""
+    ids = [lease.job.id if is_job_id(lease.job.id) else _NIL for lease in leases]
+    return ids, [lease_token(lease) for lease in leases]
+
+
+_NIL = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(slots=True)
+class EnqueueBatch:
+    """Specs as the column arrays of the ``enqueue`` query, with in-batch duplicates folded.
+
+    A spec whose id, or unique key, already appeared earlier in the same batch is not sent;
+    its result is the earlier spec's holder with ``created=False``.
+    """
+
+    columns: dict[str, list[Any]] = field(default_factory=dict)
+    sent: int = 0
+    alias: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, specs: Sequence[JobSpec]) -> EnqueueBatch:
+        batch = cls({name: [] for name in _COLUMNS})
+        first: dict[str, int] = {}
+        for spec in specs:
+            earlier = first.get(spec.id)
+            if earlier is None and spec.unique_key is not None:
+                earlier = first.get("key:" + spec.unique_key)
+            if earlier is not None:
+                batch.alias.append(-1 - earlier)
+                continue
+            first[spec.id] = batch.sent
+            if spec.unique_key is not None:
+                first["key:" + spec.unique_key] = batch.sent
+            batch.alias.append(batch.sent)
+            batch.sent += 1
+            batch._add(spec)
+        return batch
+
+    def _add(self, spec: JobSpec) -> None:
+        c = self.columns
+        c["id"].append(spec.id)
+        c["queue"].append(spec.queue)
+        c["type"].append(spec.type)
+        c["payload"].append(spec.payload_json)
+        c["at_epoch"].append(spec.run_at)
+        c["delay"].append(spec.delay)
+        c["max_retries"].append(spec.max_retries)
+        c["max_recoveries"].append(spec.max_recoveries)
+        c["timeout"].append(spec.timeout)
+        c["unique_key"].append(spec.unique_key)
+        c["unique_for"].append(spec.unique_for)
+        c["idempotency_key"].append(spec.idempotency_key)
+        c["meta"].append(json.dumps(dict(spec.meta)) if spec.meta else _EMPTY_META)
+
+    def results(self, rows: Sequence[Sequence[Any]]) -> list[EnqueueResult]:
+        """Map the query's rows (id, holder, created) back onto every spec, in order."""
+        sent = [EnqueueResult(str(holder), bool(created)) for _, holder, created in rows]
+        if len(sent) != self.sent:
+            raise RuntimeError(f"enqueue returned {len(sent)} rows for {self.sent} jobs")
+        out = []
+        for index in self.alias:
+            out.append(sent[index] if index >= 0 else EnqueueResult(sent[-1 - index].id, False))
+        return out
+
+
+_COLUMNS = (
+    "id",
+    "queue",
+    "type",
+    "payload",
+    "at_epoch",
+    "delay",
+    "max_retries",
+    "max_recoveries",
+    "timeout",
+    "unique_key",
+    "unique_for",
+    "idempotency_key",
+    "meta",
+)

@@ -1,0 +1,121 @@
+"""The broker's one LISTEN connection, and the idle claimers parked on it.
+
+Started on the first ``wait_for_jobs`` (producers never open it), kept outside the pool,
+and reconnected with backoff when it drops. Notifications say "<queue> <seconds until
+due>": a waiter on that queue is woken at once for 0, or has its sleep shortened for a
+later time. After every (re)connect all waiters are woken, since notifications sent while
+nobody listened are lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Sequence
+from typing import LiteralString
+
+import psycopg
+
+from pqueue.brokers.postgres.config import PostgresConfig
+from pqueue.brokers.postgres.connection import connection_kwargs
+
+log = logging.getLogger("pqueue.postgres")
+
+MIN_BACKOFF = 0.05
+MAX_BACKOFF = 5.0
+
+
+class Waiter:
+    """One parked ``wait_for_jobs`` call: its queues and when a job is expected due."""
+
+    __slots__ = ("due_at", "event", "queues")
+
+    def __init__(self, queues: Sequence[str]) -> None:
+        self.queues = frozenset(queues)
+        self.event = asyncio.Event()
+        self.due_at = math.inf  # event-loop time
+
+    def expect(self, when: float) -> None:
+        """A job of one of our queues is due at loop time ``when``: wake to look again."""
+        self.due_at = min(self.due_at, when)
+        self.event.set()
+
+
+class Listener:
+    """LISTEN on the schema's channel and route notifications to parked waiters."""
+
+    def __init__(self, config: PostgresConfig, listen_query: LiteralString) -> None:
+        self._config = config
+        self._listen_query = listen_query
+        self._waiters: set[Waiter] = set()
+        self._listening = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._backoff = MIN_BACKOFF
+
+    @property
+    def listening(self) -> bool:
+        return self._listening.is_set()
+
+    async def start(self, timeout: float) -> bool:
+        """Start listening (once) and wait up to ``timeout`` s for it; False = not yet."""
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name=f"pqueue-listen-{self._config.schema}")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._listening.wait(), timeout)
+        return self._listening.is_set()
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._listening.clear()
+
+    def park(self, queues: Sequence[str]) -> Waiter:
+        waiter = Waiter(queues)
+        self._waiters.add(waiter)
+        return waiter
+
+    def unpark(self, waiter: Waiter) -> None:
+        self._waiters.discard(waiter)
+
+    def dispatch(self, payload: str) -> None:
+        """Handle one notification payload ("<queue> <seconds until due>")."""
+        queue, _, delay_text = payload.partition(" ")
+        try:
+            delay = max(float(delay_text), 0.0)
+        except ValueError:
+            delay = 0.0
+        when = asyncio.get_running_loop().time() + delay
+        for waiter in list(self._waiters):
+            if queue in waiter.queues:
+                waiter.expect(when)
+
+    def wake_all(self) -> None:
+        now = asyncio.get_running_loop().time()
+        for waiter in list(self._waiters):
+            waiter.expect(now)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._listen()
+            except psycopg.Error as exc:
+                log.warning("pqueue: LISTEN connection lost (%s); reconnecting in %.1fs", exc, self._backoff)
+            await asyncio.sleep(self._backoff)
+            self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+
+    async def _listen(self) -> None:
+        conn = await psycopg.AsyncConnection.connect(self._config.conninfo, **connection_kwargs(self._config))
+        try:
+            await conn.execute(self._listen_query)
+            self._backoff = MIN_BACKOFF
+            self._listening.set()
+            self.wake_all()
+            async for note in conn.notifies():
+                self.dispatch(note.payload)
+        finally:
+            self._listening.clear()
+            await conn.close()

@@ -1,0 +1,480 @@
+-- Every statement the Postgres broker runs, as named blocks loaded once by sql.py.
+--
+-- A block starts with `-- name: <name>` and a comment saying what it does. Before use the
+-- text is rendered for one schema (pqueue.brokers.postgres.sql.render):
+--   {schema}          the quoted schema name, e.g. "pqueue"
+--   {channel}         the NOTIFY channel as a string literal, e.g. 'pqueue.jobs'
+--   {listen_channel}  the same channel as an identifier, for LISTEN
+--   {now}             coalesce(%(now)s::timestamptz, statement_timestamp()): the injected
+--                     clock's time when the broker has one, else the server's. Statement
+--                     time, not transaction time, so a job enqueued late in a caller's long
+--                     transaction is stamped when it was enqueued.
+-- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
+-- statements (binary format: no text quoting to build, about 4x cheaper for the client).
+-- No literal percent signs.
+--
+-- Notifications carry "<queue> <seconds until its earliest new job is due>"; the listener
+-- wakes idle claimers at once for 0 and lowers their sleep for a later time.
+
+
+-- name: enqueue
+-- Store a batch of jobs (duplicate ids and unique keys already folded within the batch).
+-- Unique keys are taken or refused in unique_keys by an always-updating upsert, so the
+-- holder is read under the row lock (race-free between producers); keys are locked in key
+-- order so two batches cannot deadlock. Jobs whose id exists are skipped. Returns one row
+-- per input, in input order: the id holding the spot, and whether this job was created.
+WITH input AS (
+    SELECT i.*,
+           coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0)))
+               AS due_at
+    FROM unnest(
+        %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
+        %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
+        %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
+        %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[]
+    ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
+                           max_recoveries, timeout, unique_key, unique_for, idempotency_key,
+                           meta, ord)
+),
+keys AS (
+    INSERT INTO {schema}.unique_keys AS k (key, job_id, expires_at)
+    SELECT unique_key, id, {now} + make_interval(secs => unique_for)
+    FROM input WHERE unique_key IS NOT NULL
+    ORDER BY unique_key
+    ON CONFLICT (key) DO UPDATE SET
+        job_id = CASE WHEN k.expires_at <= {now} THEN excluded.job_id ELSE k.job_id END,
+        expires_at = CASE WHEN k.expires_at <= {now} THEN excluded.expires_at ELSE k.expires_at END
+    RETURNING k.key, k.job_id
+),
+created AS (
+    INSERT INTO {schema}.jobs AS j (
+        id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
+        timeout, unique_key, idempotency_key, meta
+    )
+    SELECT i.id, i.queue, i.type,
+           CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
+           i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
+           i.unique_key, i.idempotency_key, i.meta::json
+    FROM input AS i LEFT JOIN keys ON keys.key = i.unique_key
+    WHERE i.unique_key IS NULL OR keys.job_id = i.id
+    ORDER BY i.ord  -- seq (enqueue order) follows the batch order
+    ON CONFLICT (id) DO NOTHING
+    RETURNING j.id, j.queue, j.run_at
+),
+seen_queues AS (
+    INSERT INTO {schema}.queues (name, created_at)
+    SELECT DISTINCT queue, {now} FROM created ORDER BY queue
+    ON CONFLICT (name) DO NOTHING
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
+    FROM created GROUP BY queue
+)
+SELECT i.id, coalesce(keys.job_id, i.id) AS holder, created.id IS NOT NULL AS created
+FROM input AS i
+LEFT JOIN keys ON keys.key = i.unique_key
+LEFT JOIN created ON created.id = i.id
+CROSS JOIN (SELECT count(*) FROM woken) AS notified  -- evaluates woken, once
+ORDER BY i.ord;
+
+
+-- name: claim
+-- Lease up to %(limit)s due jobs, visiting queues in the given order; within a queue by
+-- (run_at, seq). The nested loop stops as soon as the limit is reached, so later queues are
+-- not even read (or locked) when earlier ones fill the claim. Each leg is an index range
+-- scan of jobs_claim. The caller sorts the rows by (pos, run_at, seq).
+WITH picked AS MATERIALIZED (
+    SELECT j.id, q.pos
+    FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)
+    CROSS JOIN LATERAL (
+        SELECT id FROM {schema}.jobs
+        WHERE queue = q.name
+          AND status IN ('pending', 'scheduled', 'retry')
+          AND run_at <= {now}
+        ORDER BY run_at, seq
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS j
+    LIMIT %(limit)s
+)
+UPDATE {schema}.jobs AS t SET
+    status = 'active',
+    attempt = t.attempt + 1,
+    started_at = {now},
+    lease_token = nextval('{schema}.lease_token'),
+    lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
+    worker_id = %(worker_id)s
+FROM picked
+WHERE t.id = picked.id
+RETURNING picked.pos, t.*;
+
+
+-- name: ack
+-- Complete the jobs whose lease token is still current, storing each result.
+UPDATE {schema}.jobs AS t SET
+    status = 'completed',
+    finished_at = {now},
+    result = d.result::json,
+    lease_token = NULL,
+    lease_expires_at = NULL
+FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
+WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+RETURNING t.id;
+
+
+-- name: fail
+-- Record an error on a job whose lease is current: retry at now + retry_in (a new place in
+-- line), or dead when retry_in is NULL.
+WITH moved AS (
+    UPDATE {schema}.jobs AS t SET
+        status = CASE WHEN %(retry_in)s::float8 IS NULL THEN 'dead' ELSE 'retry' END,
+        run_at = CASE WHEN %(retry_in)s::float8 IS NULL THEN t.run_at
+                      ELSE {now} + make_interval(secs => %(retry_in)s::float8) END,
+        seq = CASE WHEN %(retry_in)s::float8 IS NULL THEN t.seq
+                   ELSE nextval('{schema}.job_seq') END,
+        finished_at = CASE WHEN %(retry_in)s::float8 IS NULL THEN {now} END,
+        errors = {schema}.append_error(
+            t.errors,
+            jsonb_build_object(
+                'kind', %(kind)s::text, 'message', %(message)s::text,
+                'traceback', %(traceback)s::text, 'attempt', t.attempt,
+                'at', extract(epoch FROM {now})
+            ),
+            %(keep)s
+        ),
+        lease_token = NULL,
+        lease_expires_at = NULL
+    WHERE t.id = %(id)s AND t.lease_token = %(token)s AND t.status = 'active'
+    RETURNING t.queue, t.status, t.run_at
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
+    FROM moved WHERE status = 'retry'
+)
+SELECT moved.status FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+
+
+-- name: release
+-- Hand leased jobs back unrun: attempt - 1, same place in line unless delayed; a note
+-- (kind NOT NULL) is added to the error history.
+WITH moved AS (
+    UPDATE {schema}.jobs AS t SET
+        attempt = t.attempt - 1,
+        errors = CASE WHEN %(kind)s::text IS NULL THEN t.errors ELSE {schema}.append_error(
+            t.errors,
+            jsonb_build_object(
+                'kind', %(kind)s::text, 'message', %(message)s::text,
+                'traceback', %(traceback)s::text, 'attempt', t.attempt,
+                'at', extract(epoch FROM {now})
+            ),
+            %(keep)s
+        ) END,
+        run_at = CASE WHEN %(delay)s::float8 > 0
+                      THEN {now} + make_interval(secs => %(delay)s::float8) ELSE t.run_at END,
+        status = CASE WHEN %(delay)s::float8 > 0 OR t.run_at > {now}
+                      THEN 'scheduled' ELSE 'pending' END,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
+    WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+    RETURNING t.id, t.queue, t.run_at
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
+    FROM moved GROUP BY queue
+)
+SELECT moved.id FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+
+
+-- name: extend
+-- Push the deadline of leases that are still current to now + lease_for.
+UPDATE {schema}.jobs AS t SET
+    lease_expires_at = {now} + make_interval(secs => %(lease_for)s)
+FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
+WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+RETURNING t.id;
+
+
+-- name: recover
+-- Put up to %(limit)s jobs whose lease expired back in line (recoveries + 1, attempt - 1),
+-- or dead past max_recoveries. SKIP LOCKED lets every worker run this at once.
+WITH expired AS MATERIALIZED (
+    SELECT id, lease_expires_at AS expired_at FROM {schema}.jobs
+    WHERE status = 'active' AND lease_expires_at <= {now}
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    UPDATE {schema}.jobs AS t SET
+        recoveries = t.recoveries + 1,
+        status = CASE WHEN t.recoveries >= t.max_recoveries THEN 'dead'
+                      WHEN t.run_at > {now} THEN 'scheduled' ELSE 'pending' END,
+        attempt = CASE WHEN t.recoveries >= t.max_recoveries THEN t.attempt ELSE t.attempt - 1 END,
+        finished_at = CASE WHEN t.recoveries >= t.max_recoveries THEN {now} END,
+        errors = CASE WHEN t.recoveries >= t.max_recoveries THEN {schema}.append_error(
+            t.errors,
+            jsonb_build_object(
+                'kind', 'LeaseExpired',
+                'message', 'lease expired ' || (t.recoveries + 1) || ' times',
+                'traceback', '', 'attempt', t.attempt, 'at', extract(epoch FROM {now})
+            ),
+            %(keep)s
+        ) ELSE t.errors END,
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM expired
+    WHERE t.id = expired.id
+    RETURNING t.id, t.queue, t.status, t.run_at, expired.expired_at
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
+    FROM moved WHERE status <> 'dead' GROUP BY queue
+)
+SELECT moved.id, moved.status
+FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified
+ORDER BY moved.expired_at, moved.id;
+
+
+-- name: promote
+-- Relabel up to %(limit)s scheduled/retry jobs whose run_at has passed as pending (claim
+-- already takes them by run_at; this keeps status honest and wakes idle claimers).
+WITH due AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE status IN ('scheduled', 'retry') AND run_at <= {now}
+    ORDER BY run_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+moved AS (
+    UPDATE {schema}.jobs AS t SET status = 'pending'
+    FROM due WHERE t.id = due.id
+    RETURNING t.queue
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' 0') FROM moved GROUP BY queue
+)
+SELECT count(*) FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+
+
+-- name: next_due
+-- Seconds until the earliest waiting job of these queues is due (<= 0: due now; NULL: none).
+SELECT extract(epoch FROM min(d.run_at) - {now})::float8
+FROM unnest(%(queues)s::text[]) AS q(name)
+CROSS JOIN LATERAL (
+    SELECT run_at FROM {schema}.jobs
+    WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry')
+    ORDER BY run_at
+    LIMIT 1
+) AS d;
+
+
+-- name: now
+-- The server's time: the broker's clock when none is injected.
+SELECT statement_timestamp();
+
+
+-- name: idempotency_begin
+-- Hold a key in flight for an owner: taken when free, expired, or already this owner's
+-- in-flight hold (a refresh). Always updates, so the answer is read under the row lock.
+INSERT INTO {schema}.idempotency_keys AS k (key, owner, state, expires_at)
+VALUES (%(key)s, %(owner)s, 'in_flight', {now} + make_interval(secs => %(ttl)s))
+ON CONFLICT (key) DO UPDATE SET
+    owner = CASE WHEN k.expires_at <= {now} OR (k.state = 'in_flight' AND k.owner = excluded.owner)
+                 THEN excluded.owner ELSE k.owner END,
+    state = CASE WHEN k.expires_at <= {now} OR (k.state = 'in_flight' AND k.owner = excluded.owner)
+                 THEN 'in_flight' ELSE k.state END,
+    expires_at = CASE WHEN k.expires_at <= {now} OR (k.state = 'in_flight' AND k.owner = excluded.owner)
+                      THEN excluded.expires_at ELSE k.expires_at END
+RETURNING k.owner, k.state;
+
+
+-- name: idempotency_done
+-- Remember that the key's job succeeded, for ttl seconds.
+INSERT INTO {schema}.idempotency_keys AS k (key, owner, state, expires_at)
+VALUES (%(key)s, %(owner)s, 'done', {now} + make_interval(secs => %(ttl)s))
+ON CONFLICT (key) DO UPDATE SET
+    owner = excluded.owner, state = 'done', expires_at = excluded.expires_at;
+
+
+-- name: idempotency_release
+-- Free a key held in flight by this owner (its job failed); anyone else's hold stays.
+DELETE FROM {schema}.idempotency_keys
+WHERE key = %(key)s AND owner = %(owner)s AND state = 'in_flight';
+
+
+-- name: get_job
+-- One job by id.
+SELECT * FROM {schema}.jobs WHERE id = %(id)s;
+
+
+-- name: list_jobs
+-- One page of jobs in a status (optionally one queue), oldest first; one extra row tells
+-- whether another page follows.
+SELECT * FROM {schema}.jobs
+WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+ORDER BY created_at, id
+LIMIT %(limit)s + 1 OFFSET %(offset)s;
+
+
+-- name: counts
+-- Jobs per queue and status; queues without jobs appear with a NULL status.
+SELECT q.name, c.status, c.n
+FROM {schema}.queues AS q
+LEFT JOIN (
+    SELECT queue, status, count(*) AS n FROM {schema}.jobs GROUP BY queue, status
+) AS c ON c.queue = q.name;
+
+
+-- name: list_queues
+-- Every queue that has held a job.
+SELECT name FROM {schema}.queues ORDER BY name;
+
+
+-- name: cancel
+-- Cancel a waiting job. Returns its status before (no row: no such job) and whether it moved.
+WITH target AS (
+    SELECT id, status FROM {schema}.jobs WHERE id = %(id)s FOR UPDATE
+),
+moved AS (
+    UPDATE {schema}.jobs AS t SET status = 'cancelled', finished_at = {now}
+    FROM target
+    WHERE t.id = target.id AND target.status IN ('pending', 'scheduled', 'retry')
+    RETURNING t.id
+)
+SELECT target.status, EXISTS (SELECT 1 FROM moved) AS cancelled FROM target;
+
+
+-- name: requeue_dead
+-- Dead jobs (these ids and/or this queue, or all) back to pending with a fresh budget and
+-- a new place at the end of the line.
+WITH target AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE status = 'dead'
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+      AND (%(ids)s::uuid[] IS NULL OR id = ANY (%(ids)s::uuid[]))
+    ORDER BY seq
+    FOR UPDATE
+),
+moved AS (
+    UPDATE {schema}.jobs AS t SET
+        status = 'pending', attempt = 0, recoveries = 0, finished_at = NULL,
+        run_at = {now}, seq = nextval('{schema}.job_seq')
+    FROM target WHERE t.id = target.id
+    RETURNING t.queue
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' 0') FROM moved GROUP BY queue
+)
+SELECT count(*) FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+
+
+-- name: purge_dead
+-- Delete dead jobs (these ids and/or this queue, or all).
+WITH gone AS (
+    DELETE FROM {schema}.jobs
+    WHERE status = 'dead'
+      AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+      AND (%(ids)s::uuid[] IS NULL OR id = ANY (%(ids)s::uuid[]))
+    RETURNING 1
+)
+SELECT count(*) FROM gone;
+
+
+-- name: prune
+-- One bounded batch of retention work: completed/cancelled jobs older than the retention
+-- window, and expired unique keys, idempotency keys and workers. SKIP LOCKED and the limit
+-- keep every lock short. Returns how many jobs were deleted.
+WITH old AS MATERIALIZED (
+    SELECT id FROM {schema}.jobs
+    WHERE status IN ('completed', 'cancelled')
+      AND finished_at <= {now} - make_interval(secs => %(retention)s)
+    ORDER BY finished_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+gone AS (
+    DELETE FROM {schema}.jobs AS t USING old WHERE t.id = old.id RETURNING 1
+),
+old_keys AS (
+    DELETE FROM {schema}.unique_keys WHERE key IN (
+        SELECT key FROM {schema}.unique_keys WHERE expires_at <= {now}
+        ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+    )
+),
+old_idempotency AS (
+    DELETE FROM {schema}.idempotency_keys WHERE key IN (
+        SELECT key FROM {schema}.idempotency_keys WHERE expires_at <= {now}
+        ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED
+    )
+),
+old_workers AS (
+    DELETE FROM {schema}.workers WHERE expires_at <= {now}
+)
+SELECT count(*) FROM gone;
+
+
+-- name: register_worker
+-- Record or refresh a live worker until now + ttl.
+INSERT INTO {schema}.workers AS w (
+    id, host, pid, queues, concurrency, started_at, last_seen, expires_at, meta
+)
+VALUES (
+    %(id)s, %(host)s, %(pid)s, %(queues)s::text[], %(concurrency)s, to_timestamp(%(started_at)s),
+    {now}, {now} + make_interval(secs => %(ttl)s), %(meta)s::json
+)
+ON CONFLICT (id) DO UPDATE SET
+    host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+    concurrency = excluded.concurrency, started_at = excluded.started_at,
+    last_seen = excluded.last_seen, expires_at = excluded.expires_at, meta = excluded.meta;
+
+
+-- name: unregister_worker
+-- Forget a worker that stopped cleanly.
+DELETE FROM {schema}.workers WHERE id = %(id)s;
+
+
+-- name: list_workers
+-- Workers seen within their ttl.
+SELECT id, host, pid, queues, concurrency, started_at, last_seen, meta
+FROM {schema}.workers WHERE expires_at > {now} ORDER BY id;
+
+
+-- name: listen
+-- Subscribe the listener connection to this schema's channel.
+LISTEN {listen_channel};
+
+
+-- name: schema_version
+-- The newest migration applied to this schema (fails if the schema was never migrated).
+SELECT max(version) FROM {schema}.migrations;
+
+
+-- name: migrate_lock
+-- Serialise migrators of one schema for the rest of the transaction.
+SELECT pg_advisory_xact_lock(hashtextextended(%(lock)s, 0));
+
+
+-- name: migrate_create_schema
+-- The schema that holds every pqueue table.
+CREATE SCHEMA IF NOT EXISTS {schema};
+
+
+-- name: migrate_bootstrap
+-- The record of applied migrations.
+CREATE TABLE IF NOT EXISTS {schema}.migrations (
+    version    integer     NOT NULL,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT statement_timestamp(),
+    CONSTRAINT migrations_pkey PRIMARY KEY (version)
+);
+
+
+-- name: migrate_applied
+-- Versions already applied, oldest first.
+SELECT version FROM {schema}.migrations ORDER BY version;
+
+
+-- name: migrate_record
+-- Note one migration as applied.
+INSERT INTO {schema}.migrations (version, name) VALUES (%(version)s, %(name)s);

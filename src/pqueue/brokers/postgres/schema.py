@@ -1,0 +1,161 @@
+"""The pqueue tables as SQLAlchemy Core ``Table`` objects, for apps that query them.
+
+The migrations in ``migrations/`` are the schema's source (ADR 0010); this module mirrors
+them, and tests/integration/postgres/test_schema_agrees.py proves the two agree by building
+a schema from each and comparing the catalogs. The broker itself never imports SQLAlchemy.
+
+    from pqueue.brokers.postgres.schema import tables
+    jobs = tables("pqueue")["jobs"]
+    select(jobs.c.queue, func.count()).where(jobs.c.status == "dead").group_by(jobs.c.queue)
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import MappingProxyType
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Double,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Sequence,
+    Table,
+    Text,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TIMESTAMP, UUID
+
+from pqueue.brokers.postgres.sql import validate_schema
+
+_LIVE = "status IN ('pending', 'scheduled', 'retry')"
+STATUSES = ("pending", "scheduled", "active", "retry", "completed", "dead", "cancelled")
+
+
+def _ts(name: str, *, nullable: bool = False) -> Column[object]:
+    return Column(name, TIMESTAMP(timezone=True), nullable=nullable)
+
+
+def _jobs(md: MetaData, schema: str) -> Table:
+    statuses = ", ".join(f"'{s}'" for s in STATUSES)
+    return Table(
+        "jobs",
+        md,
+        Column("id", UUID(as_uuid=False), nullable=False),
+        Column(
+            "seq", BigInteger, nullable=False, server_default=text(f"nextval('{schema}.job_seq'::regclass)")
+        ),
+        _ts("run_at"),
+        _ts("created_at"),
+        _ts("started_at", nullable=True),
+        _ts("finished_at", nullable=True),
+        _ts("lease_expires_at", nullable=True),
+        Column("lease_token", BigInteger),
+        Column("timeout", Double),
+        Column("attempt", Integer, nullable=False, server_default=text("0")),
+        Column("max_retries", Integer, nullable=False),
+        Column("recoveries", Integer, nullable=False, server_default=text("0")),
+        Column("max_recoveries", Integer, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("queue", Text, nullable=False),
+        Column("type", Text, nullable=False),
+        Column("payload", JSON, nullable=False),
+        Column("meta", JSON, nullable=False, server_default=text("'{}'::json")),
+        Column("errors", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+        Column("result", JSON),
+        Column("unique_key", Text),
+        Column("idempotency_key", Text),
+        Column("worker_id", Text),
+        PrimaryKeyConstraint("id", name="jobs_pkey"),
+        CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
+        CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
+        Index("jobs_claim", "queue", "run_at", "seq", postgresql_where=text(_LIVE)),
+        Index("jobs_delayed", "run_at", postgresql_where=text("status IN ('scheduled', 'retry')")),
+        Index("jobs_leases", "lease_expires_at", postgresql_where=text("status = 'active'")),
+        Index("jobs_finished", "finished_at", postgresql_where=text("status IN ('completed', 'cancelled')")),
+        Index("jobs_dead", "queue", "seq", postgresql_where=text("status = 'dead'")),
+        postgresql_with={
+            "fillfactor": "80",
+            "autovacuum_vacuum_scale_factor": "0.02",
+            "autovacuum_vacuum_insert_scale_factor": "0.02",
+            "autovacuum_analyze_scale_factor": "0.02",
+        },
+    )
+
+
+def _small_tables(md: MetaData) -> None:
+    Table(
+        "queues",
+        md,
+        Column("name", Text, nullable=False),
+        _ts("created_at"),
+        PrimaryKeyConstraint("name", name="queues_pkey"),
+    )
+    Table(
+        "unique_keys",
+        md,
+        Column("key", Text, nullable=False),
+        Column("job_id", UUID(as_uuid=False), nullable=False),
+        _ts("expires_at"),
+        PrimaryKeyConstraint("key", name="unique_keys_pkey"),
+        Index("unique_keys_expiry", "expires_at"),
+    )
+    Table(
+        "idempotency_keys",
+        md,
+        Column("key", Text, nullable=False),
+        Column("owner", Text, nullable=False),
+        Column("state", Text, nullable=False),
+        _ts("expires_at"),
+        PrimaryKeyConstraint("key", name="idempotency_keys_pkey"),
+        CheckConstraint("state IN ('in_flight', 'done')", name="idempotency_keys_state_check"),
+        Index("idempotency_keys_expiry", "expires_at"),
+    )
+    Table(
+        "workers",
+        md,
+        Column("id", Text, nullable=False),
+        Column("host", Text, nullable=False),
+        Column("pid", Integer, nullable=False),
+        Column("queues", ARRAY(Text), nullable=False),
+        Column("concurrency", Integer, nullable=False),
+        _ts("started_at"),
+        _ts("last_seen"),
+        _ts("expires_at"),
+        Column("meta", JSON, nullable=False, server_default=text("'{}'::json")),
+        PrimaryKeyConstraint("id", name="workers_pkey"),
+    )
+    Table(
+        "migrations",
+        md,
+        Column("version", Integer, nullable=False, autoincrement=False),
+        Column("name", Text, nullable=False),
+        Column(
+            "applied_at",
+            TIMESTAMP(timezone=True),
+            nullable=False,
+            server_default=text("statement_timestamp()"),
+        ),
+        PrimaryKeyConstraint("version", name="migrations_pkey"),
+    )
+
+
+@cache
+def metadata(schema: str = "pqueue") -> MetaData:
+    """Every pqueue table of ``schema`` (with the sequences the jobs table uses)."""
+    validate_schema(schema)
+    md = MetaData(schema=schema)
+    Sequence("job_seq", metadata=md, data_type=BigInteger)
+    Sequence("lease_token", metadata=md, data_type=BigInteger, cache=64)
+    _jobs(md, schema)
+    _small_tables(md)
+    return md
+
+
+def tables(schema: str = "pqueue") -> MappingProxyType[str, Table]:
+    """The tables of ``schema`` by short name (``jobs``, ``queues``, ``unique_keys``, ...)."""
+    return MappingProxyType({t.name: t for t in metadata(schema).sorted_tables})

@@ -1,0 +1,138 @@
+"""Named SQL queries (``queries.sql``) and migrations (``migrations/NNNN_name.sql``).
+
+Files are read once per process; :func:`queries_for` renders them for one schema and
+caches the result, so a broker looks up ready-to-run text by name. Placeholders are
+described at the top of ``queries.sql``; the schema name is validated before it is
+quoted into any text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from types import MappingProxyType
+from typing import LiteralString
+
+from psycopg import sql
+
+from pqueue.errors import ConfigError
+
+SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+"""Schema names pqueue accepts: lower-case identifiers short enough to name a channel."""
+
+_NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered schema migration file."""
+
+    version: int
+    name: str
+    text: str
+
+
+def validate_schema(name: str) -> str:
+    """Return ``name`` if it is a usable schema name, else raise :class:`ConfigError`."""
+    if not SCHEMA_NAME_RE.match(name):
+        raise ConfigError(
+            f"invalid Postgres schema name {name!r}: use 1-48 lower-case letters, digits or '_', "
+            "not starting with a digit"
+        )
+    return name
+
+
+def channel_for(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of a schema's jobs."""
+    return f"{schema}.jobs"
+
+
+def parse_named(text: str) -> dict[str, str]:
+    """Split a file of ``-- name: x`` blocks into {name: statement}.
+
+    The description comment is dropped and replaced by a ``-- pqueue:<name>`` tag, so the
+    statement is recognisable in ``pg_stat_activity`` and the server log.
+    """
+    parts = _NAME_LINE.split(text)
+    blocks: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in blocks:
+            raise ValueError(f"queries.sql: {name!r} is defined twice")
+        lines = body.strip().splitlines()
+        while lines and lines[0].startswith("--"):
+            lines.pop(0)
+        statement = "\n".join(lines).strip().rstrip(";").strip()
+        if not statement:
+            raise ValueError(f"queries.sql: {name!r} has no statement")
+        blocks[name] = f"-- pqueue:{name}\n{statement}"
+    return blocks
+
+
+@cache
+def _raw_queries() -> MappingProxyType[str, str]:
+    text = files(__package__).joinpath("queries.sql").read_text(encoding="utf-8")
+    return MappingProxyType(parse_named(text))
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """Every migration shipped with this version, oldest first."""
+    found = []
+    for entry in files(__package__).joinpath("migrations").iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    if [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise RuntimeError("pqueue postgres migrations must be numbered 0001, 0002, ... without gaps")
+    return tuple(found)
+
+
+def latest_version() -> int:
+    """The schema version this pqueue writes and expects."""
+    return migrations()[-1].version
+
+
+def render(text: str, schema: str) -> LiteralString:
+    """Fill the placeholders of a query or migration for ``schema``."""
+    validate_schema(schema)
+    channel = channel_for(schema)
+    values = {
+        "{schema}": sql.Identifier(schema).as_string(),
+        "{channel}": sql.Literal(channel).as_string(),
+        "{listen_channel}": sql.Identifier(channel).as_string(),
+        "{now}": NOW_EXPRESSION,
+    }
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    # The text comes from files shipped in this package plus a validated identifier, so it
+    # is as trusted as a literal (mypy treats LiteralString as str; pyright checks it).
+    return text
+
+
+class Queries:
+    """The named queries rendered for one schema; look them up with ``queries["claim"]``."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = validate_schema(schema)
+        self._text = {name: render(text, schema) for name, text in _raw_queries().items()}
+
+    def __getitem__(self, name: str) -> LiteralString:
+        try:
+            return self._text[name]
+        except KeyError:
+            raise KeyError(f"no query named {name!r} in queries.sql") from None
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._text)
+
+
+@cache
+def queries_for(schema: str) -> Queries:
+    """The queries of ``schema``, rendered once per process."""
+    return Queries(schema)

@@ -1,0 +1,156 @@
+"""``pqueue worker MODULE:ROUTER``: run jobs until SIGTERM/SIGINT, then drain and exit 0.
+
+Every flag has a ``PQUEUE_*`` environment variable (``--shutdown-timeout`` ->
+``PQUEUE_SHUTDOWN_TIMEOUT``; the router is ``PQUEUE_ROUTER``). ``--processes N`` runs
+N worker processes under a supervisor that forwards signals and restarts crashed ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from typing import Any
+
+from pqueue.brokers import known_schemes, redact
+from pqueue.cli._app import load_router
+from pqueue.cli._options import add_flag, boolean, from_env, resolve
+from pqueue.errors import ConfigError
+from pqueue.logs import configure_logging
+
+log = logging.getLogger("pqueue.worker")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {value}")
+    return value
+
+
+def log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError(f"unknown log level {text!r}")
+    return level
+
+
+DESCRIPTION = """\
+Run the jobs of MODULE:ROUTER until SIGTERM/SIGINT, then drain and exit 0.
+A second signal exits at once (held jobs come back when their leases expire).
+Every flag has an environment variable (--shutdown-timeout: PQUEUE_SHUTDOWN_TIMEOUT).
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "worker",
+        help="run jobs: pqueue worker myapp.tasks:router --dsn redis://...",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("router", nargs="?", help="where the Router is, MODULE:ATTRIBUTE [env PQUEUE_ROUTER]")
+    add_flag(parser, "--dsn", help="broker DSN: memory://, redis://..., postgresql://...")
+    add_flag(parser, "--concurrency", type=positive_int, default=10, help="jobs run at once per process")
+    add_flag(parser, "--queues", default="critical:6,default:3,low:1", help="queues and weights")
+    parser.add_argument(
+        "--strict",
+        action="store_const",
+        const=True,
+        default=None,
+        help="strict priority: drain higher-weight queues first [env PQUEUE_STRICT]",
+    )
+    add_flag(parser, "--lease", type=float, default=30.0, help="seconds a job stays ours without a heartbeat")
+    add_flag(
+        parser, "--shutdown-timeout", type=float, default=30.0, help="seconds a drain waits for running jobs"
+    )
+    add_flag(parser, "--processes", type=positive_int, default=1, help="worker processes to run")
+    add_flag(
+        parser,
+        "--unknown-type",
+        default="retry",
+        choices=["retry", "dead"],
+        help="jobs of a type no handler is registered for",
+    )
+    add_flag(parser, "--log-level", type=log_level, default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    add_flag(parser, "--log-format", default="text", choices=["text", "json"], help="log line format")
+    parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    resolve(args)
+    args.router = args.router or os.environ.get("PQUEUE_ROUTER")
+    if args.strict is None:
+        args.strict = from_env("--strict", boolean, False)
+    if not args.router:
+        raise ConfigError("name the router: pqueue worker MODULE:ROUTER (or set PQUEUE_ROUTER)")
+    if not args.dsn:
+        raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
+    scheme = args.dsn.split("://", 1)[0].lower() if "://" in args.dsn else ""
+    if scheme not in known_schemes():
+        raise ConfigError(f"--dsn {redact(args.dsn)!r}: use one of {', '.join(known_schemes())}://...")
+    configure_logging(args.log_level, args.log_format)
+    if args.processes > 1:
+        from pqueue.supervisor import Supervisor
+
+        if args.dsn.startswith("memory:"):
+            log.warning(
+                "memory:// lives in one process: %d worker processes will not share jobs", args.processes
+            )
+
+        load_router(args.router)  # fail here, once, rather than in every child
+        return Supervisor(child_command(args), args.processes).run()
+    return serve(args)
+
+
+def child_command(args: argparse.Namespace) -> list[str]:
+    """The command line of one child process of ``--processes N``."""
+    command = [
+        sys.executable, "-m", "pqueue", "worker", args.router,
+        "--dsn", args.dsn,
+        "--concurrency", str(args.concurrency),
+        "--queues", args.queues,
+        "--lease", str(args.lease),
+        "--shutdown-timeout", str(args.shutdown_timeout),
+        "--unknown-type", args.unknown_type,
+        "--log-level", args.log_level,
+        "--log-format", args.log_format,
+        "--processes", "1",
+        "--parent-pid", str(os.getpid()),
+    ]  # fmt: skip
+    return [*command, "--strict"] if args.strict else command
+
+
+def serve(args: argparse.Namespace) -> int:
+    from pqueue.worker import Worker
+
+    worker = Worker(
+        args.dsn,
+        load_router(args.router),
+        concurrency=args.concurrency,
+        queues=args.queues,
+        strict=args.strict,
+        lease=args.lease,
+        shutdown_timeout=args.shutdown_timeout,
+        unknown_type=args.unknown_type,
+    )
+    if args.parent_pid is not None:
+        _watch_parent(args.parent_pid, worker.stop)
+    return worker.run()
+
+
+def _watch_parent(parent_pid: int, stop: Any) -> None:
+    """Drain when the supervising parent is gone (this process was re-parented)."""
+
+    def watch() -> None:
+        while not stopped.wait(1.0):
+            if os.getppid() != parent_pid:
+                log.warning("supervisor (pid %d) is gone: draining", parent_pid)
+                stop()
+                return
+
+    stopped = threading.Event()
+    threading.Thread(target=watch, name="pqueue-parent-watch", daemon=True).start()

@@ -1,0 +1,226 @@
+"""The handler registry: ``Router`` maps job types to the functions that run them.
+
+Handlers are found only by the names registered here; a job's type is never imported
+as a module path, so a message cannot make a worker run arbitrary code. The object
+``@router.task(...)`` returns keeps the function callable as before and adds
+``enqueue``/``enqueue_async`` with the task's defaults.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pqueue.errors import ConfigError
+from pqueue.job import EnqueueResult, Job, JSONValue
+from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
+from pqueue.spec import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, validate_job_type, validate_queue_name
+from pqueue.task import Task
+
+if TYPE_CHECKING:
+    from pqueue.sync import Client
+
+HandlerFn = Callable[[Job], Any]
+"""A sync ``def`` or an ``async def`` taking the :class:`~pqueue.job.Job`."""
+
+DSN_ENV = "PQUEUE_DSN"
+
+
+class Handler:
+    """A registered job type: its function, its defaults, and enqueue shortcuts."""
+
+    def __init__(
+        self,
+        router: Router,
+        name: str,
+        fn: HandlerFn,
+        *,
+        queue: str,
+        max_retries: int,
+        timeout: float | None,
+        retry: RetryPolicy,
+    ) -> None:
+        self.router = router
+        self.name = name
+        self.fn = fn
+        self.queue = queue
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.retry = retry
+        self.is_async = _is_async(fn)
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, job: Job) -> Any:
+        """Call the function directly (unit tests of a handler need no worker)."""
+        return self.fn(job)
+
+    def __repr__(self) -> str:
+        return f"<pqueue handler {self.name!r} -> {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+    def task(self, payload: JSONValue = None, **options: Any) -> Task:
+        """A :class:`Task` of this type with this handler's defaults (for ``enqueue_many``)."""
+        return self.defaults(Task(self.name, payload, **options))
+
+    def defaults(self, task: Task) -> Task:
+        """``task`` with its unset queue, max_retries and timeout taken from this handler."""
+        return task.with_defaults(self.queue, self.max_retries, self.timeout)
+
+    def enqueue(self, payload: JSONValue = None, **options: Any) -> EnqueueResult:
+        """Enqueue a job of this type through the router's client (blocking)."""
+        return self.router.client.enqueue_task(self.task(payload, **options))
+
+    async def enqueue_async(self, payload: JSONValue = None, **options: Any) -> EnqueueResult:
+        """Enqueue a job of this type without blocking the running event loop."""
+        return await self.router.client.enqueue_task_async(self.task(payload, **options))
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _timeout_seconds(timeout: float | timedelta | None) -> float | None:
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ConfigError(f"timeout must be a number of seconds > 0 or a timedelta, got {timeout!r}")
+    return float(seconds)
+
+
+class Router:
+    """Job types and their handlers; give it to a :class:`~pqueue.worker.Worker`.
+
+    ``dsn`` (or ``PQUEUE_DSN``) is where ``handler.enqueue()`` sends jobs; a worker
+    running this router fills it in with its own DSN when none was given.
+    """
+
+    def __init__(self, dsn: str | None = None) -> None:
+        self._handlers: dict[str, Handler] = {}
+        self._dsn = dsn
+        self._client: Client | None = None
+        self._owns_client = False
+        self._lock = threading.Lock()
+
+    def task(
+        self,
+        name: str,
+        *,
+        queue: str = DEFAULT_QUEUE,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float | timedelta | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Callable[[HandlerFn], Handler]:
+        """Register the decorated function as the handler of job type ``name``."""
+        validate_job_type(name)
+        validate_queue_name(queue)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        seconds = _timeout_seconds(timeout)
+        if retry is not None and not callable(retry):
+            raise ConfigError(
+                f"retry must be a policy callable (attempt, error, job) -> seconds, got {retry!r}"
+            )
+
+        def register(fn: HandlerFn) -> Handler:
+            if not callable(fn):
+                raise ConfigError(f"@task({name!r}) must decorate a function, got {fn!r}")
+            handler = Handler(
+                self,
+                name,
+                fn,
+                queue=queue,
+                max_retries=max_retries,
+                timeout=seconds,
+                retry=retry or DEFAULT_RETRY_POLICY,
+            )
+            self._add(handler)
+            return handler
+
+        return register
+
+    def _add(self, handler: Handler) -> None:
+        if handler.name in self._handlers:
+            raise ConfigError(
+                f"job type {handler.name!r} is already registered to {self._handlers[handler.name]}"
+            )
+        self._handlers[handler.name] = handler
+
+    def include(self, other: Router) -> None:
+        """Register every handler of ``other`` here too (split big apps into modules)."""
+        for handler in other:
+            self._add(handler)
+
+    def get(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._handlers
+
+    def __iter__(self) -> Iterator[Handler]:
+        return iter(list(self._handlers.values()))
+
+    def __len__(self) -> int:
+        return len(self._handlers)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._handlers)
+
+    @property
+    def queues(self) -> list[str]:
+        """The queues this router's handlers enqueue to by default."""
+        return sorted({h.queue for h in self._handlers.values()})
+
+    # -- where handler.enqueue() sends jobs -----------------------------------------
+
+    @property
+    def dsn(self) -> str | None:
+        return self._dsn or os.environ.get(DSN_ENV) or None
+
+    def use(self, target: str | Client) -> None:
+        """Send ``handler.enqueue()`` jobs to this DSN or through this :class:`~pqueue.Client`."""
+        from pqueue.sync import Client
+
+        with self._lock:
+            if isinstance(target, Client):
+                self._client, self._dsn, self._owns_client = target, target.dsn, False
+            else:
+                self._dsn, self._client = target, None
+
+    def use_default(self, dsn: str) -> None:
+        """Adopt ``dsn`` unless a DSN was already chosen (a worker calls this with its own)."""
+        with self._lock:
+            if self._dsn is None and self._client is None:
+                self._dsn = dsn
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~pqueue.Client` behind ``handler.enqueue()``, made on first use."""
+        from pqueue.sync import Client
+
+        with self._lock:
+            if self._client is None:
+                dsn = self._dsn or os.environ.get(DSN_ENV)
+                if not dsn:
+                    raise ConfigError(
+                        f"no DSN to enqueue to: pass Router(dsn=...), call router.use(dsn) or set {DSN_ENV}"
+                    )
+                self._client, self._owns_client = Client(dsn, router=self), True
+            return self._client
+
+    def close(self) -> None:
+        """Close the client :attr:`client` made, if any (a client given to :meth:`use` is the caller's)."""
+        with self._lock:
+            client, owned = self._client, self._owns_client
+            if owned:
+                self._client, self._owns_client = None, False
+        if client is not None and owned:
+            client.close()

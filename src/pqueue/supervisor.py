@@ -1,0 +1,118 @@
+"""``pqueue worker --processes N``: a parent that runs N worker processes and watches them.
+
+Each child is a full ``pqueue worker`` process (its own interpreter: no fork of a
+process that already runs threads and event loops). Children run in their own process
+group, so a terminal's Ctrl-C reaches them once, through the parent: the parent
+forwards SIGTERM/SIGINT to every child, the first to drain and a second to force
+exit. A child that dies while the pool is running is restarted, with a back-off when
+it keeps dying young. Children also stop if the parent disappears.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+
+log = logging.getLogger("pqueue.supervisor")
+
+POLL = 0.2
+YOUNG = 10.0
+"""A child that dies within this many seconds of its start counts as crash-looping."""
+MAX_BACKOFF = 30.0
+GIVE_UP_AFTER = 5
+"""Consecutive young deaths of one child after which the whole pool stops (exit 1): a
+worker that cannot start (bad DSN, broken import) is for the orchestrator to see."""
+
+
+@dataclass
+class _Child:
+    slot: int
+    proc: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
+    failures: int = 0
+
+
+class Supervisor:
+    """Run ``command`` (a worker command line) ``processes`` times; :meth:`run` returns the exit code."""
+
+    def __init__(self, command: Sequence[str], processes: int) -> None:
+        if processes < 1:
+            raise ValueError("processes must be >= 1")
+        self.command = list(command)
+        self.processes = processes
+        self.signals = 0
+        self.gave_up = False
+        self._children: dict[int, _Child] = {}
+        self._restart_at: dict[int, tuple[float, int]] = {}  # slot -> (when, failures)
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            for slot in range(self.processes):
+                self._spawn(slot, failures=0)
+            log.info("supervising %d worker processes", self.processes)
+            return self._watch()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _spawn(self, slot: int, *, failures: int) -> None:
+        proc = subprocess.Popen(self.command, start_new_session=True)
+        self._children[slot] = _Child(slot, proc, failures=failures)
+        log.info("worker process %d started (pid %d)", slot + 1, proc.pid)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        self._restart_at.clear()
+        for child in self._children.values():
+            if child.proc.poll() is None:
+                child.proc.send_signal(signum)
+
+    def _watch(self) -> int:
+        codes: dict[int, int] = {}
+        while self._children or (self._restart_at and not self.signals):
+            now = time.monotonic()
+            for slot, child in list(self._children.items()):
+                code = child.proc.poll()
+                if code is None:
+                    continue
+                del self._children[slot]
+                if self.signals:
+                    codes[slot] = code if code >= 0 else 128 - code  # -N: killed by signal N
+                    continue
+                failures = child.failures + 1 if now - child.started < YOUNG else 0
+                if failures >= GIVE_UP_AFTER:
+                    log.critical(
+                        "worker process %d died %d times in a row right after starting (last exit code %d); "
+                        "stopping all worker processes",
+                        slot + 1,
+                        failures,
+                        code,
+                    )
+                    self.gave_up = True
+                    self._on_signal(signal.SIGTERM, None)
+                    continue
+                delay = min(MAX_BACKOFF, 0.5 * 2**failures) if failures else 0.0
+                log.error(
+                    "worker process %d (pid %d) exited with %d; restarting in %.1fs",
+                    slot + 1,
+                    child.proc.pid,
+                    code,
+                    delay,
+                )
+                self._restart_at[slot] = (now + delay, failures)
+            for slot, (when, failures) in list(self._restart_at.items()):
+                if when <= now and not self.signals:
+                    del self._restart_at[slot]
+                    self._spawn(slot, failures=failures)
+            time.sleep(POLL)
+        bad = [code for code in codes.values() if code != 0]
+        log.info("all worker processes stopped%s", f" (exit codes {sorted(codes.values())})" if bad else "")
+        if self.gave_up:
+            return 1
+        return bad[0] if bad else 0

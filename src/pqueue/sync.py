@@ -1,0 +1,205 @@
+"""``Client``: the blocking facade for Django, Flask, scripts and Spark executors.
+
+Not a second implementation: it owns a private event loop on a daemon thread and runs
+:class:`~pqueue.client.AsyncClient` there, so every method is the async one, awaited
+for you. Safe to share between threads. After ``fork()`` (gunicorn, Spark) the child
+builds its own loop and connections on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pqueue.broker import JobPage, WorkerInfo
+from pqueue.client import AsyncClient, Stats
+from pqueue.clock import Clock
+from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
+from pqueue.middleware import Middleware
+from pqueue.router import Router
+from pqueue.spec import DEFAULT_MAX_RECOVERIES
+from pqueue.task import Task
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An event loop running forever on a daemon thread, with one AsyncClient on it."""
+
+    def __init__(self, make_client: Callable[[], AsyncClient]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="pqueue-client", daemon=True)
+        self.thread.start()
+        try:
+            self.client = self.submit(self._make(make_client)).result()
+        except BaseException:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+            raise
+
+    @staticmethod
+    async def _make(make_client: Callable[[], AsyncClient]) -> AsyncClient:
+        return make_client()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        try:
+            self.submit(self.client.close()).result(timeout=10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=10)
+            if not self.thread.is_alive():
+                self.loop.close()
+
+
+class Client:
+    """Blocking producer and admin API; ``with Client(dsn) as client: client.enqueue(...)``.
+
+    Takes the same arguments as :class:`~pqueue.AsyncClient`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock | None = None,
+        middleware: Iterable[Middleware] = (),
+        router: Router | None = None,
+        **options: Any,
+    ) -> None:
+        self.dsn = dsn
+        self._make = lambda: AsyncClient(dsn, clock=clock, middleware=middleware, router=router, **options)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._runner: _LoopThread | None = _LoopThread(self._make)  # a bad DSN fails here
+
+    def _loop_thread(self) -> _LoopThread:
+        with self._lock:
+            if self._runner is None or self._pid != os.getpid():
+                self._runner, self._pid = _LoopThread(self._make), os.getpid()  # fresh after fork
+            return self._runner
+
+    def _call(self, fn: Callable[[AsyncClient], Awaitable[T]]) -> T:
+        runner = self._loop_thread()
+        if threading.current_thread() is runner.thread:
+            raise RuntimeError("pqueue.Client called from its own loop thread; use AsyncClient there")
+        return runner.submit(fn(runner.client)).result()
+
+    async def _call_async(self, fn: Callable[[AsyncClient], Awaitable[T]]) -> T:
+        runner = self._loop_thread()
+        return await asyncio.wrap_future(runner.submit(fn(runner.client)))
+
+    def open(self) -> None:
+        """Connect now (otherwise the first call connects)."""
+        self._call(lambda c: c.open())
+
+    def close(self) -> None:
+        """Close connections and stop the loop thread; the client reopens if used again."""
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is not None and self._pid == os.getpid():
+            runner.stop()
+
+    def __enter__(self) -> Client:
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- producing ------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        type: str,
+        payload: JSONValue = None,
+        *,
+        queue: str | None = None,
+        delay: float | timedelta | None = None,
+        run_at: datetime | None = None,
+        max_retries: int | None = None,
+        timeout: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        unique_key: str | None = None,
+        idempotency_key: str | None = None,
+        meta: Mapping[str, str] | None = None,
+        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+        job_id: str | None = None,
+    ) -> EnqueueResult:
+        """Enqueue one job; see :meth:`AsyncClient.enqueue`."""
+        task = Task(
+            type,
+            payload,
+            queue=queue,
+            delay=delay,
+            run_at=run_at,
+            max_retries=max_retries,
+            timeout=timeout,
+            unique_for=unique_for,
+            unique_key=unique_key,
+            idempotency_key=idempotency_key,
+            meta=meta or {},
+            max_recoveries=max_recoveries,
+            job_id=job_id,
+        )
+        return self.enqueue_task(task)
+
+    def enqueue_task(self, task: Task) -> EnqueueResult:
+        task.to_spec()  # validate in the caller's thread so the traceback points at the caller
+        return self._call(lambda c: c.enqueue_task(task))
+
+    async def enqueue_task_async(self, task: Task) -> EnqueueResult:
+        """Enqueue from any event loop without blocking it (used by ``handler.enqueue_async``)."""
+        task.to_spec()
+        return await self._call_async(lambda c: c.enqueue_task(task))
+
+    def enqueue_many(self, tasks: Iterable[Task]) -> list[EnqueueResult]:
+        """Enqueue many jobs in one broker round trip; see :meth:`AsyncClient.enqueue_many`."""
+        batch = list(tasks)
+        return self._call(lambda c: c.enqueue_many(batch))
+
+    # -- inspecting and admin -------------------------------------------------------
+
+    def get_job(self, job_id: str) -> Job:
+        return self._call(lambda c: c.get_job(job_id))
+
+    def stats(self) -> Stats:
+        return self._call(lambda c: c.stats())
+
+    def list_queues(self) -> list[str]:
+        return self._call(lambda c: c.list_queues())
+
+    def list_workers(self) -> list[WorkerInfo]:
+        return self._call(lambda c: c.list_workers())
+
+    def list_jobs(
+        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+    ) -> JobPage:
+        return self._call(lambda c: c.list_jobs(status, queue=queue, limit=limit, offset=offset))
+
+    def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
+        return self._call(lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset))
+
+    def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
+
+    def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids))
+
+    def cancel(self, job_id: str) -> bool:
+        return self._call(lambda c: c.cancel(job_id))

@@ -1,0 +1,65 @@
+"""``Task``: one job to enqueue, as data, for :meth:`AsyncClient.enqueue_many`.
+
+A task holds the same options as :meth:`AsyncClient.enqueue`; :meth:`Task.to_spec`
+validates them (through :func:`pqueue.spec.build_spec`) into a :class:`JobSpec`.
+``queue``, ``max_retries`` and ``timeout`` left as None take the registered handler's
+defaults when the client knows the router (else ``default``, 3 and no timeout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from pqueue.job import JobSpec, JSONValue
+from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_spec
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A job to enqueue: its type, payload and options (see :meth:`AsyncClient.enqueue`)."""
+
+    type: str
+    payload: JSONValue = None
+    queue: str | None = None
+    delay: float | timedelta | None = None
+    run_at: datetime | None = None
+    max_retries: int | None = None
+    timeout: float | timedelta | None = None
+    unique_for: float | timedelta | None = None
+    unique_key: str | None = None
+    idempotency_key: str | None = None
+    meta: Mapping[str, str] = field(default_factory=dict)
+    max_recoveries: int = DEFAULT_MAX_RECOVERIES
+    job_id: str | None = None
+    """Choose the id (a UUID) so a re-sent task is refused instead of duplicated."""
+
+    def with_defaults(self, queue: str, max_retries: int, timeout: float | None) -> Task:
+        """This task with the unset options taken from a handler's defaults."""
+        return replace(
+            self,
+            queue=queue if self.queue is None else self.queue,
+            max_retries=max_retries if self.max_retries is None else self.max_retries,
+            timeout=timeout if self.timeout is None else self.timeout,
+        )
+
+    def to_spec(self, **overrides: Any) -> JobSpec:
+        """Validate into a :class:`JobSpec`; raises :class:`~pqueue.errors.InvalidJob`."""
+        return build_spec(
+            self.type,
+            self.payload,
+            queue=DEFAULT_QUEUE if self.queue is None else self.queue,
+            delay=self.delay,
+            run_at=self.run_at,
+            max_retries=DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries,
+            max_recoveries=self.max_recoveries,
+            timeout=self.timeout,
+            unique_for=self.unique_for,
+            unique_key=self.unique_key,
+            idempotency_key=self.idempotency_key,
+            meta=self.meta,
+            job_id=self.job_id,
+            **overrides,
+        )

@@ -1,0 +1,68 @@
+"""The leases a worker holds, shared between its event loop and its heartbeat thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from pqueue.job import Lease
+
+
+class LeaseBook:
+    """Thread-safe record of held leases and of the idempotency keys their jobs hold.
+
+    The worker loop adds leases when it claims and removes them once settled; the
+    heartbeat thread extends every lease listed here and refreshes every key.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._leases: dict[str, Lease] = {}
+        self._keys: dict[str, tuple[str, str]] = {}  # job id -> (idempotency key, owner)
+        self._lost: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def add(self, leases: Iterable[Lease]) -> None:
+        with self._lock:
+            for lease in leases:
+                self._leases[lease.job.id] = lease
+
+    def remove(self, leases: Iterable[Lease]) -> None:
+        with self._lock:
+            for lease in leases:
+                job_id = lease.job.id
+                held = self._leases.get(job_id)
+                if held is not None and held.token == lease.token:
+                    del self._leases[job_id]
+                    self._keys.pop(job_id, None)
+                    self._lost.discard(job_id)
+
+    def hold_key(self, lease: Lease, key: str, owner: str) -> None:
+        with self._lock:
+            self._keys[lease.job.id] = (key, owner)
+
+    def drop_key(self, lease: Lease) -> None:
+        with self._lock:
+            self._keys.pop(lease.job.id, None)
+
+    def snapshot(self) -> tuple[list[Lease], list[tuple[str, str]]]:
+        """The leases to extend and the (key, owner) pairs to refresh, right now."""
+        with self._lock:
+            return list(self._leases.values()), list(self._keys.values())
+
+    def mark_lost(self, leases: Iterable[Lease]) -> list[Lease]:
+        """Record leases the broker refused to extend; returns those still held (really lost)."""
+        lost: list[Lease] = []
+        with self._lock:
+            for lease in leases:
+                held = self._leases.get(lease.job.id)
+                if held is not None and held.token == lease.token and lease.job.id not in self._lost:
+                    self._lost.add(lease.job.id)
+                    lost.append(lease)
+        return lost
+
+    def is_lost(self, lease: Lease) -> bool:
+        with self._lock:
+            return lease.job.id in self._lost

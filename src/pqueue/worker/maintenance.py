@@ -1,0 +1,65 @@
+"""Housekeeping every worker runs: recover expired leases, promote due jobs, prune old ones.
+
+Each pass is one atomic broker operation, so every worker can run them at once without
+moving a job twice; idle passes cost one cheap call each.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from pqueue.broker import FullBroker
+
+log = logging.getLogger("pqueue.worker")
+
+BATCH = 1000
+
+
+class Maintenance:
+    """The three passes; ``on_work`` is called when jobs became claimable (to wake claimers)."""
+
+    def __init__(self, broker: FullBroker, *, on_work: Callable[[], None] = lambda: None) -> None:
+        self.broker = broker
+        self.on_work = on_work
+
+    async def promote(self) -> int:
+        """Mark due scheduled/retry jobs pending (batches until none is left)."""
+        total = 0
+        while True:
+            moved = await self.broker.promote(limit=BATCH)
+            total += moved
+            if moved < BATCH:
+                break
+        if total:
+            self.on_work()
+        return total
+
+    async def recover(self) -> int:
+        """Put jobs whose lease expired back to pending (or dead past max_recoveries)."""
+        recovered = dead = 0
+        while True:
+            report = await self.broker.recover(limit=BATCH)
+            recovered += len(report.recovered)
+            dead += len(report.dead)
+            if report.dead:
+                log.error(
+                    "%d job(s) dead after too many lost leases: %s",
+                    len(report.dead),
+                    ", ".join(report.dead[:5]),
+                )
+            if len(report.recovered) + len(report.dead) < BATCH:
+                break
+        if recovered:
+            log.warning("recovered %d job(s) whose worker stopped beating", recovered)
+            self.on_work()
+        return recovered + dead
+
+    async def prune(self) -> int:
+        """Delete completed/cancelled jobs older than the broker's retention."""
+        total = 0
+        while True:
+            removed = await self.broker.prune(limit=BATCH)
+            total += removed
+            if removed < BATCH:
+                return total

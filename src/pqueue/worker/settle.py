@@ -1,0 +1,197 @@
+"""Settling deliveries: batched acks, fails and releases, and reporting each outcome.
+
+Acks are batched: a finished job waits in a buffer while the previous ack round trip
+is in flight, then all buffered jobs are acked in one call. A job counts as completed
+only once its ack is durable; a crash between the handler's return and the ack makes
+the job run again (a repeat), never disappear (a loss).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, fields
+from typing import NamedTuple, TypeVar
+
+from pqueue.broker import FullBroker
+from pqueue.job import ErrorInfo, Lease
+from pqueue.middleware import JobReport, MiddlewareChain, Outcome
+from pqueue.worker.leases import LeaseBook
+
+log = logging.getLogger("pqueue.worker")
+
+T = TypeVar("T")
+
+RETRY_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+"""Back-off between attempts to reach the broker when a settlement fails."""
+
+
+@dataclass
+class WorkerCounters:
+    """What one worker did since it started (read them for tests, demos and metrics)."""
+
+    claimed: int = 0
+    completed: int = 0
+    retried: int = 0
+    dead: int = 0
+    released: int = 0
+    duplicates: int = 0
+    lost: int = 0
+    timeouts: int = 0
+    unknown: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_COUNTER = {
+    Outcome.COMPLETED: "completed",
+    Outcome.RETRY: "retried",
+    Outcome.DEAD: "dead",
+    Outcome.RELEASED: "released",
+    Outcome.DUPLICATE: "duplicates",
+    Outcome.LOST: "lost",
+}
+
+
+class _Done(NamedTuple):
+    lease: Lease
+    result_json: str | None
+    duration: float
+    outcome: Outcome
+
+
+class Settler:
+    """Acks in batches, fails and releases one by one, and reports every outcome."""
+
+    def __init__(
+        self,
+        broker: FullBroker,
+        book: LeaseBook,
+        middleware: MiddlewareChain,
+        counters: WorkerCounters,
+        *,
+        on_acked: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.broker = broker
+        self.on_acked = on_acked
+        self.book = book
+        self.middleware = middleware
+        self.counters = counters
+        self._pending: list[_Done] = []
+        self._in_flight = 0
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def backlog(self) -> int:
+        """Finished jobs whose ack is not durable yet."""
+        return len(self._pending) + self._in_flight
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="pqueue-acker")
+
+    # -- outcomes ---------------------------------------------------------------------
+
+    def complete(self, lease: Lease, result_json: str | None, duration: float) -> None:
+        """Queue an ack for a job whose handler returned."""
+        self._pending.append(_Done(lease, result_json, duration, Outcome.COMPLETED))
+        self._idle.clear()
+        self._wake.set()
+
+    def duplicate(self, lease: Lease) -> None:
+        """Queue an ack for a job whose idempotency key already succeeded (it did not run)."""
+        self._pending.append(_Done(lease, None, 0.0, Outcome.DUPLICATE))
+        self._idle.clear()
+        self._wake.set()
+
+    async def fail(
+        self, lease: Lease, error: BaseException, info: ErrorInfo, retry_in: float | None, duration: float
+    ) -> None:
+        """Record the failure: the job waits ``retry_in`` seconds, or is dead when None."""
+        try:
+            ok = await self._with_retries(lambda: self.broker.fail(lease, info, retry_in=retry_in))
+        except Exception:
+            log.exception("could not record the failure of job %s; its lease will expire", lease.job.id)
+            ok = False
+        self.book.remove([lease])
+        outcome = (Outcome.RETRY if retry_in is not None else Outcome.DEAD) if ok else Outcome.LOST
+        self.report(JobReport(lease.job, outcome, duration, error, retry_in if ok else None))
+
+    async def release(
+        self, leases: list[Lease], *, delay: float = 0.0, reason: str, note: ErrorInfo | None = None
+    ) -> None:
+        """Hand jobs back unrun or unfinished, without burning an attempt; ``note`` goes
+        into each job's error history."""
+        if not leases:
+            return
+        try:
+            oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
+        except Exception:
+            log.exception("could not hand back %d job(s); their leases will expire", len(leases))
+            oks = [False] * len(leases)
+        self.book.remove(leases)
+        for lease, ok in zip(leases, oks, strict=True):
+            outcome = Outcome.RELEASED if ok else Outcome.LOST
+            self.report(JobReport(lease.job, outcome, 0.0, None, delay if ok and delay else None, reason))
+
+    def report(self, report: JobReport) -> None:
+        counter = _COUNTER[report.outcome]
+        setattr(self.counters, counter, getattr(self.counters, counter) + 1)
+        self.middleware.after_job(report)
+
+    # -- the ack batcher ----------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                batch, self._pending = self._pending, []
+                self._in_flight = len(batch)
+                try:
+                    await self._ack(batch)
+                finally:
+                    self._in_flight = 0
+                    self.on_acked()  # the backlog shrank: a claim loop held back by it may go on
+            self._idle.set()
+
+    async def _ack(self, batch: list[_Done]) -> None:
+        leases = [done.lease for done in batch]
+        results = [done.result_json for done in batch]
+        try:
+            oks = await self._with_retries(
+                lambda: self.broker.ack(leases, results if any(r is not None for r in results) else None)
+            )
+        except Exception:
+            log.exception("could not ack %d job(s); their leases will expire and they run again", len(leases))
+            oks = [False] * len(leases)
+        self.book.remove(leases)
+        for done, ok in zip(batch, oks, strict=True):
+            if not ok:
+                log.warning("job %s finished but its lease was lost; it may run again", done.lease.job.id)
+            self.report(JobReport(done.lease.job, done.outcome if ok else Outcome.LOST, done.duration))
+
+    async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Retry a settlement while the broker is unreachable; the lease keeps the job safe meanwhile."""
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                return await call()
+            except (ConnectionError, OSError, TimeoutError) as exc:
+                if delay is None:
+                    raise
+                log.warning("settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        """Wait for every queued ack to be durable, then stop the batcher."""
+        if self._task is None:
+            return
+        await self._idle.wait()
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._task = None

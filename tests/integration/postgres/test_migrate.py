@@ -1,0 +1,119 @@
+"""Migrations: from empty, idempotent re-runs, concurrent migrators, and refusals."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from pqueue.brokers.postgres import PostgresBroker, current_version, migrate, migrate_async
+from pqueue.brokers.postgres.sql import latest_version
+from pqueue.cli import main
+from pqueue.errors import SchemaError
+
+TABLES = {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "migrations"}
+
+
+def _tables(pg_url: str, schema: str) -> set[str]:
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", [schema]).fetchall()
+    return {name for (name,) in rows}
+
+
+def _set_version(pg_url: str, schema: str, version: int) -> None:
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            sql.SQL("INSERT INTO {}.migrations (version, name) VALUES (%s, 'from_the_future')").format(
+                sql.Identifier(schema)
+            ),
+            [version],
+        )
+
+
+def test_migrate_from_empty_then_rerun_is_a_no_op(pg_url: str, dsn: str, schema_name: str) -> None:
+    assert current_version(dsn) == 0
+    assert migrate(dsn) == list(range(1, latest_version() + 1))
+    assert _tables(pg_url, schema_name) == TABLES
+    assert current_version(dsn) == latest_version()
+    assert migrate(dsn) == []
+    assert migrate(dsn) == []
+    assert _tables(pg_url, schema_name) == TABLES
+
+
+async def test_migrate_async_and_schema_argument(pg_url: str, schema_name: str) -> None:
+    assert await migrate_async(pg_url, schema=schema_name) == [1]
+    assert current_version(pg_url, schema=schema_name) == latest_version()
+
+
+def test_concurrent_migrators_apply_each_migration_once(dsn: str) -> None:
+    results: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(migrate(dsn))
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(results) == [[], [], [], [1]]
+
+
+async def test_broker_refuses_a_schema_that_was_never_migrated(dsn: str) -> None:
+    broker = PostgresBroker.from_url(dsn)
+    with pytest.raises(SchemaError) as info:
+        await broker.open()
+    assert "pqueue migrate --dsn" in str(info.value)
+    assert "--schema" not in str(info.value) or "pqi" in str(info.value)
+
+
+async def test_broker_refuses_a_newer_schema(pg_url: str, migrated_dsn: str, schema_name: str) -> None:
+    _set_version(pg_url, schema_name, latest_version() + 1)
+    broker = PostgresBroker.from_url(migrated_dsn)
+    with pytest.raises(SchemaError, match="newer than this pqueue knows"):
+        await broker.open()
+    await broker.close()
+
+
+def test_migrate_refuses_a_newer_schema_and_changes_nothing(
+    pg_url: str, migrated_dsn: str, schema_name: str
+) -> None:
+    _set_version(pg_url, schema_name, latest_version() + 1)
+    with pytest.raises(SchemaError, match="upgrade pqueue"):
+        migrate(migrated_dsn)
+    assert current_version(migrated_dsn) == latest_version() + 1
+
+
+def test_cli_migrate_and_check(dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--dsn", dsn, "--check"]) == 1
+    assert main(["migrate", "--dsn", dsn]) == 0
+    assert "applied migration(s) 0001" in capsys.readouterr().out
+    assert main(["migrate", "--dsn", dsn]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert main(["migrate", "--dsn", dsn, "--check"]) == 0
+
+
+def test_cli_migrate_reads_pqueue_dsn_and_schema_from_the_environment(
+    pg_url: str, schema_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PQUEUE_DSN", pg_url)
+    monkeypatch.setenv("PQUEUE_SCHEMA", schema_name)
+    assert main(["migrate"]) == 0
+    assert current_version(pg_url, schema=schema_name) == latest_version()
+
+
+def test_cli_migrate_errors_are_clear(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PQUEUE_DSN", raising=False)
+    assert main(["migrate"]) == 1
+    assert "--dsn" in capsys.readouterr().err
+    assert main(["migrate", "--dsn", "redis://127.0.0.1:6379/0"]) == 1
+    assert "only Postgres" in capsys.readouterr().err

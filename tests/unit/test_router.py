@@ -1,0 +1,121 @@
+"""Router: registration rules, handler defaults, and where handler.enqueue() sends jobs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from pqueue import ConfigError, ConstantBackoff, InvalidName, Job, JobStatus, Router, Task
+from pqueue.ids import new_id
+from pqueue.retry import DEFAULT_RETRY_POLICY
+
+
+def test_task_registers_sync_and_async_handlers_with_their_defaults() -> None:
+    router = Router()
+    policy = ConstantBackoff(5)
+
+    @router.task("email:welcome", queue="critical", max_retries=7, timeout=12, retry=policy)
+    async def welcome(job: Job) -> str:
+        """Send the welcome mail."""
+        return "sent"
+
+    @router.task("report:build")
+    def build(job: Job) -> None: ...
+
+    assert router.get("email:welcome") is welcome and "report:build" in router and len(router) == 2
+    assert (welcome.queue, welcome.max_retries, welcome.timeout, welcome.retry) == (
+        "critical",
+        7,
+        12.0,
+        policy,
+    )
+    assert welcome.is_async and not build.is_async
+    assert (build.queue, build.max_retries, build.timeout, build.retry) == (
+        "default",
+        3,
+        None,
+        DEFAULT_RETRY_POLICY,
+    )
+    assert welcome.__doc__ == "Send the welcome mail." and router.names == ["email:welcome", "report:build"]
+    assert router.queues == ["critical", "default"]
+
+
+def test_decorated_function_stays_callable() -> None:
+    router = Router()
+
+    @router.task("double")
+    def double(job: Job) -> int:
+        return int(job.payload) * 2
+
+    now = datetime.now(UTC)
+    job = Job(new_id(), "double", "default", 21, JobStatus.ACTIVE, 1, 3, 0, 5, now, now)
+    assert double(job) == 42  # unit-test a handler without a worker
+
+
+def test_handler_task_fills_only_unset_options() -> None:
+    router = Router()
+
+    @router.task("t", queue="low", max_retries=1, timeout=3)
+    def t(job: Job) -> None: ...
+
+    assert t.task({"a": 1}) == Task("t", {"a": 1}, queue="low", max_retries=1, timeout=3)
+    assert t.task(queue="critical", max_retries=0).to_spec().queue == "critical"
+    assert t.task(max_retries=0).to_spec().max_retries == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "error"),
+    [
+        ("bad name!", {}, InvalidName),
+        ("ok", {"queue": "no spaces"}, InvalidName),
+        ("ok", {"max_retries": -1}, ConfigError),
+        ("ok", {"timeout": 0}, ConfigError),
+        ("ok", {"retry": 5}, ConfigError),
+    ],
+)
+def test_bad_registrations_are_refused(name: str, options: dict[str, object], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        Router().task(name, **options)  # type: ignore[arg-type]
+
+
+def test_a_type_registers_once_also_across_included_routers() -> None:
+    main, emails = Router(), Router()
+
+    @main.task("email:welcome")
+    def one(job: Job) -> None: ...
+
+    with pytest.raises(ConfigError, match="already registered"):
+
+        @main.task("email:welcome")
+        def two(job: Job) -> None: ...
+
+    @emails.task("email:bye")
+    def bye(job: Job) -> None: ...
+
+    main.include(emails)
+    assert main.get("email:bye") is bye
+    with pytest.raises(ConfigError):
+        main.include(emails)
+
+
+def test_enqueue_without_a_dsn_says_how_to_give_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PQUEUE_DSN", raising=False)
+    router = Router()
+
+    @router.task("t")
+    def t(job: Job) -> None: ...
+
+    with pytest.raises(ConfigError, match="PQUEUE_DSN"):
+        t.enqueue()
+
+
+def test_dsn_comes_from_the_router_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PQUEUE_DSN", "memory://from-env")
+    assert Router().dsn == "memory://from-env"
+    assert Router("memory://explicit").dsn == "memory://explicit"
+    router = Router()
+    router.use_default("memory://worker")  # the worker's DSN fills a gap only
+    assert router.dsn == "memory://worker"
+    router.use_default("memory://other")
+    assert router.dsn == "memory://worker"

@@ -1,0 +1,94 @@
+"""Crash test with real processes: SIGKILL a worker mid-job; a fresh one finishes everything.
+
+Needs a backend other processes can reach (Redis, Postgres). Every job must complete, none
+may be lost, and the only jobs that run twice are those the killed worker held at the kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from pqueue import AsyncClient, JobStatus, Task
+from tests.conftest import only_backends
+from tests.worker.conftest import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = 40
+
+
+def start_worker(dsn: str, record: Path) -> subprocess.Popen[bytes]:
+    app = "tests.worker.apps.crash_app:router"
+    flags = [
+        "--queues",
+        "default",
+        "--concurrency",
+        "4",
+        "--lease",
+        "1",
+        "--shutdown-timeout",
+        "10",
+        "--log-level",
+        "WARNING",
+    ]
+    return subprocess.Popen(
+        [sys.executable, "-m", "pqueue", "worker", app, "--dsn", dsn, *flags, "--log-level", "WARNING"],
+        cwd=ROOT,
+        env={**os.environ, "PQUEUE_TEST_RECORD": str(record)},
+        stderr=subprocess.PIPE,
+    )
+
+
+def events(record: Path) -> list[tuple[str, str, int]]:
+    if not record.exists():
+        return []
+    return [(e, job, int(pid)) for e, job, pid in (line.split() for line in record.read_text().splitlines())]
+
+
+@only_backends("redis", "postgres")
+async def test_sigkill_mid_job_loses_nothing_and_repeats_only_held_jobs(
+    backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
+) -> None:
+    record = tmp_path / "runs.log"
+    async with AsyncClient(backend_dsn) as client:
+        ids = [
+            r.id
+            for r in await client.enqueue_many(
+                [Task("crash:record", 0.3, max_retries=0) for _ in range(JOBS)]
+            )
+        ]
+        first = start_worker(backend_dsn, record)
+        try:
+            await eventually(
+                lambda: sum(e == "start" for e, _, _ in events(record)) >= 10, timeout=60, what="jobs to run"
+            )
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(30)
+        held = {job.id for job in (await client.list_jobs(JobStatus.ACTIVE, limit=1000)).jobs}
+        assert held, "the worker was killed while holding jobs"
+        second = start_worker(backend_dsn, record)
+        try:
+
+            async def all_done() -> bool:
+                return (await client.stats()).total(JobStatus.COMPLETED) == JOBS
+
+            await eventually(all_done, timeout=120, what="every job to complete")
+        finally:
+            second.send_signal(signal.SIGTERM)
+            _, err = await asyncio.to_thread(second.communicate, timeout=60)
+        assert second.returncode == 0, err.decode()
+        jobs = {job_id: await client.get_job(job_id) for job_id in ids}
+    assert all(job.status is JobStatus.COMPLETED for job in jobs.values())
+    starts = Counter(job for e, job, _ in events(record) if e == "start")
+    ends = Counter(job for e, job, _ in events(record) if e == "end")
+    assert set(ends) == set(ids)  # none lost: every job ran to its end
+    repeated = {job for job, n in starts.items() if n > 1}
+    assert repeated <= held  # the only repeats were held by the killed worker
+    assert {job_id for job_id, job in jobs.items() if job.recoveries} == held
+    assert all(jobs[job_id].attempt == 1 for job_id in ids)  # a crash burns no attempt

@@ -1,0 +1,135 @@
+"""Graceful drain: stop claiming at once, let running jobs finish, hand back the rest, exit 0."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from pqueue import AsyncClient, Job, JobStatus, Router, Task
+from tests.worker.conftest import MakeWorker, eventually
+
+
+async def test_drain_lets_running_jobs_finish_and_claims_nothing_new(
+    client: AsyncClient, make_worker: MakeWorker
+) -> None:
+    router = Router()
+    gate = asyncio.Event()
+    started: list[str] = []
+
+    @router.task("work")
+    async def work(job: Job) -> int:
+        started.append(job.id)
+        await gate.wait()
+        return int(job.payload)
+
+    results = await client.enqueue_many([Task("work", i) for i in range(6)])
+    worker = make_worker(router, concurrency=2)
+    serving = asyncio.create_task(worker.serve())
+    await eventually(lambda: len(started) == 2)
+    worker.stop()
+    await eventually(lambda: not worker.is_running)
+    await asyncio.sleep(0.05)  # a claim loop that kept going would take more jobs now
+    assert not serving.done() and len(started) == 2 and worker.counters.claimed == 2
+    gate.set()
+    await asyncio.wait_for(serving, 30)
+    jobs = {r.id: await client.get_job(r.id) for r in results}
+    assert {jobs[i].status for i in started} == {JobStatus.COMPLETED}
+    rest = [job for job_id, job in jobs.items() if job_id not in started]
+    assert [(j.status, j.attempt) for j in rest] == [(JobStatus.PENDING, 0)] * 4
+
+
+async def test_drain_past_the_timeout_hands_back_unfinished_jobs(
+    client: AsyncClient, make_worker: MakeWorker
+) -> None:
+    router = Router()
+    never = asyncio.Event()
+    release_thread = threading.Event()
+    started: list[str] = []
+    cancelled: list[str] = []
+
+    @router.task("stuck:async")
+    async def stuck_async(job: Job) -> None:
+        started.append(job.id)
+        try:
+            await never.wait()
+        except asyncio.CancelledError:
+            cancelled.append(job.id)
+            raise
+
+    @router.task("stuck:sync")
+    def stuck_sync(job: Job) -> None:
+        started.append(job.id)
+        release_thread.wait(30)  # blocked in C: only the lease can be handed back
+
+    a = (await client.enqueue("stuck:async", max_retries=0)).id
+    s = (await client.enqueue("stuck:sync", max_retries=0)).id
+    worker = make_worker(router, concurrency=2, shutdown_timeout=0.3)
+    serving = asyncio.create_task(worker.serve())
+    try:
+        await eventually(lambda: len(started) == 2)
+        worker.stop()
+        await asyncio.wait_for(serving, 30)
+    finally:
+        release_thread.set()
+    for job_id in (a, s):
+        job = await client.get_job(job_id)
+        assert (job.status, job.attempt, job.recoveries, job.errors) == (JobStatus.PENDING, 0, 0, ())
+    assert cancelled == [a] and worker.counters.released == 2
+
+
+# -- the real process: SIGTERM, drain, exit code ------------------------------------------
+
+
+def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
+
+
+def _read_until(
+    proc: subprocess.Popen[str], done: Callable[[list[str]], bool], timeout: float = 60
+) -> list[str]:
+    """Collect stdout lines until ``done(lines)``; fail with stderr if the process ends first."""
+    lines: list[str] = []
+    result: list[str] = []
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.strip())
+            if done(lines):
+                result.append("ok")
+                return
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        proc.kill()
+        pytest.fail(f"process output never satisfied the test; stdout={lines} stderr={proc.communicate()[1]}")
+    return lines
+
+
+def test_sigterm_drains_and_exits_zero(backend_dsn: str, pqueue_open_broker: object) -> None:
+    proc = _spawn(["-m", "tests.worker.apps.drain_app", backend_dsn])
+    _read_until(proc, lambda lines: sum(line.startswith("started") for line in lines) == 3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    states = json.loads(out.strip().splitlines()[-1])
+    assert states["quick"] == [["completed", 1]] * 2  # in flight at SIGTERM: finished
+    assert states["long"] == [["pending", 0]]  # past shutdown_timeout: handed back unburnt
+    assert states["queued"] == [["pending", 0]] * 3  # never claimed after the signal
