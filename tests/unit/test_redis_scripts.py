@@ -41,7 +41,7 @@ CALLS: dict[str, ScriptCall] = {
     "fail": calls.fail(
         K, NOW, job_id=SPECS[0].id, token="7", error=ErrorInfo("E", "m"), retry_ms=5, channel="c"
     ),
-    "release": calls.release(K, NOW, 0, LEASES, "c"),
+    "release": calls.release(K, NOW, 0, LEASES, "c", note=ErrorInfo("E", "note")),
     "extend": calls.extend(K, NOW, 30_000, LEASES),
     "recover": calls.recover(K, NOW, 100, "c"),
     "promote": calls.promote(K, NOW, 100, "c"),

@@ -202,11 +202,13 @@ class RedisBroker(RedisInspector):
         return bool(await self.run(call) == 1)
 
     @translated
-    async def release(self, leases: Sequence[Lease], *, delay: float = 0.0) -> list[bool]:
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
         now, delay_ms, channel = self.now_arg(), max(0, to_ms(delay)), self.keys.wake_channel
 
         def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
-            return calls.release(k, now, delay_ms, [leases[i] for i in idx], channel)
+            return calls.release(k, now, delay_ms, [leases[i] for i in idx], channel, note=note)
 
         return await self._per_queue(leases, build)
 

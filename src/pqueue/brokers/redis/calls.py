@@ -56,11 +56,22 @@ def fail(
     )
 
 
-def release(k: QueueKeys, now: str, delay_ms: int, leases: Sequence[Lease], channel: str) -> ScriptCall:
+def release(
+    k: QueueKeys, now: str, delay_ms: int, leases: Sequence[Lease], channel: str, *, note: ErrorInfo | None
+) -> ScriptCall:
     return ScriptCall(
         "release",
         [k.active, k.pending, k.scheduled, k.seq],
-        [now, k.job_prefix, delay_ms, channel, k.queue, encode_leases(leases)],
+        [
+            now,
+            k.job_prefix,
+            delay_ms,
+            channel,
+            k.queue,
+            encode_leases(leases),
+            "" if note is None else encode_error(note),
+            MAX_ERROR_HISTORY,
+        ],
     )
 
 

@@ -2,7 +2,8 @@
 --
 -- attempt - 1 undoes the claim. With no delay a job keeps its run_at and goes back to
 -- the head of pending (it was due before anything behind it); with a delay it is
--- scheduled at now + delay.
+-- scheduled at now + delay. A note (e.g. "no handler for this type") is added to each
+-- job's error history, stamped with the attempt that was handed back.
 --
 -- KEYS[1]  <p>:{q}:active
 -- KEYS[2]  <p>:{q}:pending
@@ -14,6 +15,8 @@
 -- ARGV[4]  wake-up channel
 -- ARGV[5]  queue name
 -- ARGV[6]  JSON object {id: [...], token: [...]}
+-- ARGV[7]  note: JSON object {kind, message, traceback}, or '' for none
+-- ARGV[8]  error history length to keep
 -- Returns: array of 1 (released) / 0 (lease lost), one per lease
 -- Errors:  none of its own.
 
@@ -22,14 +25,23 @@ local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local delay = tonumber(ARGV[3])
 local batch = cjson.decode(ARGV[6])
+local note = nil
+if ARGV[7] ~= '' then
+  note = cjson.decode(ARGV[7])
+  note['at'] = now / 1000
+end
 local ids, tokens = batch['id'], batch['token']
 local out, front, later = {}, {}, {}
 local earliest = nil
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token', 'run_at')
+  local cur = redis.call('HMGET', key, 'status', 'token', 'run_at', 'attempt')
   if cur[1] == 'active' and cur[2] == tokens[i] then
+    if note ~= nil then
+      note['attempt'] = tonumber(cur[4]) or 0
+      pq_add_error(key, note, tonumber(ARGV[8]))
+    end
     redis.call('HINCRBY', key, 'attempt', -1)
     redis.call('ZREM', active, id)
     if delay > 0 then
