@@ -95,8 +95,14 @@ def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_B
             f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
             "bool or None (no NaN/Infinity)"
         ) from exc
-    # A UTF-8 character is at most 4 bytes: only long texts need the exact byte count.
-    if len(text) * 4 > max_bytes and (size := len(text.encode())) > max_bytes:
+    if text.isascii():
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode())
+        except UnicodeEncodeError as exc:  # a lone surrogate: not valid Unicode text
+            raise InvalidPayload(f"payload holds text that is not valid Unicode ({exc.reason})") from exc
+    if size > max_bytes:
         raise PayloadTooLarge(f"payload is {size} bytes encoded; the limit is {max_bytes} bytes")
     return text
 

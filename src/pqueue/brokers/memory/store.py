@@ -37,7 +37,7 @@ class MemoryStore:
         self._lines: dict[str, list[_Entry]] = {}
         self._delayed: list[_Entry] = []
         self._active: dict[str, Record] = {}
-        self._unique: dict[str, tuple[str, float]] = {}
+        self._unique: dict[tuple[str, str], tuple[str, float]] = {}  # (queue, key) -> holder
         self._idempotency: dict[str, tuple[str, IdempotencyState, float]] = {}
         self._workers: dict[str, tuple[WorkerInfo, float]] = {}
         self._finished: deque[tuple[float, str]] = deque()
@@ -109,12 +109,13 @@ class MemoryStore:
                     results.append(EnqueueResult(spec.id, False))
                     continue
                 if spec.unique_key is not None:
-                    holder = self._unique.get(spec.unique_key)
+                    slot = (spec.queue, spec.unique_key)
+                    holder = self._unique.get(slot)
                     if holder is not None and holder[1] > now:
                         results.append(EnqueueResult(holder[0], False))
                         continue
                     assert spec.unique_for is not None
-                    self._unique[spec.unique_key] = (spec.id, now + spec.unique_for)
+                    self._unique[slot] = (spec.id, now + spec.unique_for)
                 rec = Record.from_spec(spec, now=now, order=next(self._order))
                 self._jobs[rec.id] = rec
                 self._counts.setdefault(rec.queue, Counter())[rec.status] += 1

@@ -198,7 +198,7 @@ class PlainBatch:
 class EnqueueBatch:
     """Specs as the column arrays of the ``enqueue`` query, with in-batch duplicates folded.
 
-    A spec whose id, or unique key, already appeared earlier in the same batch is not sent;
+    A spec whose id, or unique key in its queue, already appeared earlier in the batch is not sent;
     its result is the earlier spec's holder with ``created=False``.
     """
 
@@ -213,13 +213,13 @@ class EnqueueBatch:
         for spec in specs:
             earlier = first.get(spec.id)
             if earlier is None and spec.unique_key is not None:
-                earlier = first.get("key:" + spec.unique_key)
+                earlier = first.get(f"key:{spec.queue}:{spec.unique_key}")
             if earlier is not None:
                 batch.alias.append(-1 - earlier)
                 continue
             first[spec.id] = batch.sent
             if spec.unique_key is not None:
-                first["key:" + spec.unique_key] = batch.sent
+                first[f"key:{spec.queue}:{spec.unique_key}"] = batch.sent
             batch.alias.append(batch.sent)
             batch.sent += 1
             batch._add(spec)

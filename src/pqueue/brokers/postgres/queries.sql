@@ -21,7 +21,7 @@
 
 -- name: enqueue
 -- Store a batch of jobs (duplicate ids and unique keys already folded within the batch).
--- Unique keys are taken or refused in unique_keys by an always-updating upsert, so the
+-- Unique keys (per queue) are taken or refused in unique_keys by an always-updating upsert, so the
 -- holder is read under the row lock (race-free between producers); keys are locked in key
 -- order so two batches cannot deadlock. Jobs whose id exists are skipped. Returns one row
 -- per input, in input order: the id holding the spot, and whether this job was created.
@@ -39,14 +39,14 @@ WITH input AS (
                            meta, ord)
 ),
 keys AS (
-    INSERT INTO {schema}.unique_keys AS k (key, job_id, expires_at)
-    SELECT unique_key, id, {now} + make_interval(secs => unique_for)
+    INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at)
+    SELECT queue, unique_key, id, {now} + make_interval(secs => unique_for)
     FROM input WHERE unique_key IS NOT NULL
-    ORDER BY unique_key
-    ON CONFLICT (key) DO UPDATE SET
+    ORDER BY queue, unique_key
+    ON CONFLICT (queue, key) DO UPDATE SET
         job_id = CASE WHEN k.expires_at <= {now} THEN excluded.job_id ELSE k.job_id END,
         expires_at = CASE WHEN k.expires_at <= {now} THEN excluded.expires_at ELSE k.expires_at END
-    RETURNING k.key, k.job_id
+    RETURNING k.queue, k.key, k.job_id
 ),
 created AS (
     INSERT INTO {schema}.jobs AS j (
@@ -57,7 +57,7 @@ created AS (
            CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
            i.unique_key, i.idempotency_key, i.meta::json
-    FROM input AS i LEFT JOIN keys ON keys.key = i.unique_key
+    FROM input AS i LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
     WHERE i.unique_key IS NULL OR keys.job_id = i.id
     ORDER BY i.ord  -- seq (enqueue order) follows the batch order
     ON CONFLICT (id) DO NOTHING
@@ -74,7 +74,7 @@ woken AS (
 )
 SELECT i.id, coalesce(keys.job_id, i.id) AS holder, created.id IS NOT NULL AS created
 FROM input AS i
-LEFT JOIN keys ON keys.key = i.unique_key
+LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
 LEFT JOIN created ON created.id = i.id
 CROSS JOIN (SELECT count(*) FROM woken) AS notified  -- evaluates woken, once
 ORDER BY i.ord;
@@ -490,8 +490,8 @@ gone AS (
     DELETE FROM {schema}.jobs AS t USING old WHERE t.id = old.id RETURNING 1
 ),
 old_keys AS (
-    DELETE FROM {schema}.unique_keys WHERE key IN (
-        SELECT key FROM {schema}.unique_keys WHERE expires_at <= {now}
+    DELETE FROM {schema}.unique_keys WHERE (queue, key) IN (
+        SELECT queue, key FROM {schema}.unique_keys WHERE expires_at <= {now}
         ORDER BY expires_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED
     )
 ),

@@ -98,10 +98,11 @@ def _small_tables(md: MetaData) -> None:
     Table(
         "unique_keys",
         md,
+        Column("queue", Text, nullable=False),
         Column("key", Text, nullable=False),
         Column("job_id", UUID(as_uuid=False), nullable=False),
         _ts("expires_at"),
-        PrimaryKeyConstraint("key", name="unique_keys_pkey"),
+        PrimaryKeyConstraint("queue", "key", name="unique_keys_pkey"),
         Index("unique_keys_expiry", "expires_at"),
     )
     Table(

@@ -29,7 +29,15 @@ BAD = [
     pytest.param({"job_type": "t", "payload": float("nan")}, InvalidPayload, id="nan-payload"),
     pytest.param({"job_type": "t", "payload": datetime(2026, 1, 1)}, InvalidPayload, id="datetime-payload"),
     pytest.param(
+        {"job_type": "t", "payload": {"text": "bad \ud800 half"}}, InvalidPayload, id="lone-surrogate"
+    ),
+    pytest.param(
         {"job_type": "t", "payload": "x" * (DEFAULT_MAX_PAYLOAD_BYTES + 1)}, PayloadTooLarge, id="oversized"
+    ),
+    pytest.param(
+        {"job_type": "t", "payload": "☃" * (DEFAULT_MAX_PAYLOAD_BYTES // 3)},
+        PayloadTooLarge,
+        id="oversized-utf8",
     ),
     pytest.param({"job_type": "t", "queue": "has space"}, InvalidName, id="queue-space"),
     pytest.param({"job_type": "t", "queue": "{slot}"}, InvalidName, id="queue-braces"),

@@ -48,6 +48,14 @@ class UniqueContract:
         c = await put(broker, payload={"x": 1}, unique_for=60, queue="other")
         assert dup.id == a and not dup.created and len({a, b, c}) == 3
 
+    async def test_a_key_is_unique_within_its_queue(self, broker: FullBroker) -> None:
+        a = await put(broker, queue="mail", unique_key="user:7", unique_for=60)
+        b = await put(broker, queue="sms", unique_key="user:7", unique_for=60)
+        [again] = await broker.enqueue(
+            [build_spec("contract:job", queue="sms", unique_key="user:7", unique_for=60)]
+        )
+        assert a != b and not again.created and again.id == b
+
     async def test_duplicates_inside_one_batch(self, broker: FullBroker) -> None:
         specs = [build_spec("contract:job", i, unique_key=f"k{i % 2}", unique_for=60) for i in range(4)]
         results = await broker.enqueue(specs)

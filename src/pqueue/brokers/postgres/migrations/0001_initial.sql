@@ -70,13 +70,15 @@ CREATE TABLE {schema}.queues (
     CONSTRAINT queues_pkey PRIMARY KEY (name)
 );
 
--- Unique enqueue: a key is held for unique_for seconds from enqueue, whatever the state of
--- the job that took it; expired rows are taken over in place and pruned in batches.
+-- Unique enqueue: a key is held within its queue for unique_for seconds from enqueue,
+-- whatever the state of the job that took it; expired rows are taken over in place and
+-- pruned in batches.
 CREATE TABLE {schema}.unique_keys (
+    queue      text        NOT NULL,
     key        text        NOT NULL,
     job_id     uuid        NOT NULL,
     expires_at timestamptz NOT NULL,
-    CONSTRAINT unique_keys_pkey PRIMARY KEY (key)
+    CONSTRAINT unique_keys_pkey PRIMARY KEY (queue, key)
 );
 CREATE INDEX unique_keys_expiry ON {schema}.unique_keys (expires_at);
 

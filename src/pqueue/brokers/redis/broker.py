@@ -1,0 +1,307 @@
+"""``redis://`` and ``rediss://``: the Redis broker (lists, sorted sets, hashes and Lua).
+
+Every state change of a job is one Lua script over one queue's keys (docs/redis.md);
+calls that span queues run one script per queue, pipelined where order allows.
+Times come from one authority: the server's ``TIME`` inside each script, or the
+injected clock passed as ARGV. docs/adr/0001-lists-vs-streams.md explains the layout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from pqueue.broker import Capability, IdempotencyState, RecoveryReport
+from pqueue.brokers.redis import calls
+from pqueue.brokers.redis.codec import decode_lease, to_ms
+from pqueue.brokers.redis.config import RedisOptions
+from pqueue.brokers.redis.core import translated
+from pqueue.brokers.redis.inspector import RedisInspector
+from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.scripts import ScriptCall
+from pqueue.brokers.redis.wakeup import WakeHub
+from pqueue.clock import Clock
+from pqueue.errors import CorruptJob
+from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease
+
+log = logging.getLogger("pqueue.redis")
+
+REGISTRATION_REFRESH = 60.0
+"""Seconds a broker trusts that a queue it registered is still in the registry; pqueue never
+removes registry entries, so this only bounds how long a hand-deleted registry goes stale."""
+
+ENQUEUE_CHUNK = 1000
+"""Jobs per enqueue script run: large enough to amortise the call, small enough to keep
+each run (which blocks the server) to a few milliseconds."""
+
+
+T = TypeVar("T")
+PerQueue = Callable[[QueueKeys, list[int]], ScriptCall]
+"""Builds the script call for one queue's share (indices into the caller's list)."""
+
+
+def _by_queue(items: Sequence[T], queue_of: Callable[[T], str]) -> dict[str, list[int]]:
+    """Indices of ``items`` grouped by queue, in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        groups.setdefault(queue_of(item), []).append(i)
+    return groups
+
+
+class RedisBroker(RedisInspector):
+    """The Redis backend: hot path here, inspection and admin in :class:`RedisInspector`."""
+
+    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS})
+
+    def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
+        super().__init__(options, clock=clock)
+        self._hub: WakeHub | None = None
+        self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
+
+    @classmethod
+    def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> RedisBroker:
+        """``redis[s]://[user:pass@]host[:port][/db][?prefix=pqueue&retention=86400&pool_size=16]``.
+
+        Other query parameters go to redis-py (e.g. ``ssl_cert_reqs``, ``socket_timeout``).
+        """
+        return cls(RedisOptions.parse(dsn, options), clock=clock)
+
+    @translated
+    async def open(self) -> None:
+        await self._open_client()
+
+    async def close(self) -> None:
+        hub, self._hub = self._hub, None
+        if hub is not None:
+            await hub.close()
+        await self._close_client()
+
+    async def __aenter__(self) -> RedisBroker:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @translated
+    async def now(self) -> float:
+        if self.clock is not None:
+            return self.clock.now()
+        seconds, micros = await self.client.time()
+        return int(seconds) + int(micros) / 1_000_000
+
+    # -- hot path ----------------------------------------------------------------
+
+    @translated
+    async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        if not specs:
+            return []
+        groups = _by_queue(specs, lambda s: s.queue)
+        now, channel = self.now_arg(), self.keys.wake_channel
+        register = self._unregistered(groups)
+        batch: list[Any] = [("SADD", self.keys.queues, *register)] if register else []
+        chunks: list[list[int]] = []
+        for queue, indices in groups.items():
+            k = self.queue(queue)
+            for start in range(0, len(indices), ENQUEUE_CHUNK):
+                chunk = indices[start : start + ENQUEUE_CHUNK]
+                batch.append(calls.enqueue(k, [specs[i] for i in chunk], now, channel))
+                chunks.append(chunk)
+        replies = await self.run_many(batch)
+        self._registered.update(dict.fromkeys(register, time.monotonic()))
+        results: list[EnqueueResult | None] = [None] * len(specs)
+        for chunk, reply in zip(chunks, replies[-len(chunks) :], strict=True):
+            for i, outcome in zip(chunk, reply, strict=True):
+                results[i] = (
+                    EnqueueResult(specs[i].id, True) if outcome == 1 else EnqueueResult(outcome, False)
+                )
+        return [r for r in results if r is not None]
+
+    def _unregistered(self, queues: Iterable[str]) -> list[str]:
+        """Queues to add to the registry with this enqueue (before any of their jobs exist)."""
+        stale = time.monotonic() - REGISTRATION_REFRESH
+        return [q for q in queues if self._registered.get(q, stale) <= stale]
+
+    @translated
+    async def claim(
+        self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float
+    ) -> list[Lease]:
+        leases: list[Lease] = []
+        lease_ms = max(1, to_ms(lease_for))
+        for queue in queues:
+            if len(leases) >= limit:
+                break
+            k = self.queue(queue)
+            deadline_ms, claimed = await self.run(
+                calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id)
+            )
+            for job_id, flat in claimed:
+                try:
+                    leases.append(decode_lease(queue, job_id, flat, deadline_ms / 1000))
+                except CorruptJob as exc:
+                    await self._bury(queue, job_id, flat, exc)
+        return leases
+
+    async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
+        """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried."""
+        log.error("pqueue: %s; moving it to dead", exc)
+        token = dict(zip(flat[::2], flat[1::2], strict=False)).get("token", "")
+        error = ErrorInfo(kind="CorruptJob", message=str(exc))
+        call = calls.fail(
+            self.queue(queue),
+            self.now_arg(),
+            job_id=job_id,
+            token=token,
+            error=error,
+            retry_ms=None,
+            channel=self.keys.wake_channel,
+        )
+        await self.run(call)
+
+    async def _per_queue(self, leases: Sequence[Lease], build: PerQueue) -> list[bool]:
+        """Run ``build(keys, indices)`` once per queue of ``leases``; results in lease order."""
+        if not leases:
+            return []
+        groups = _by_queue(leases, lambda lease: lease.job.queue)
+        replies = await self.run_many([build(self.queue(q), idx) for q, idx in groups.items()])
+        out = [False] * len(leases)
+        for indices, reply in zip(groups.values(), replies, strict=True):
+            for i, ok in zip(indices, reply, strict=True):
+                out[i] = ok == 1
+        return out
+
+    @translated
+    async def ack(
+        self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
+    ) -> list[bool]:
+        results = list(results_json) if results_json is not None else [None] * len(leases)
+        now = self.now_arg()
+
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
+            return calls.ack(k, now, self.retention_ms, [leases[i] for i in idx], [results[i] for i in idx])
+
+        return await self._per_queue(leases, build)
+
+    @translated
+    async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:
+        retry_ms = None if retry_in is None else max(0, to_ms(retry_in))
+        k = self.queue(lease.job.queue)
+        call = calls.fail(
+            k,
+            self.now_arg(),
+            job_id=lease.job.id,
+            token=lease.token,
+            error=error,
+            retry_ms=retry_ms,
+            channel=self.keys.wake_channel,
+        )
+        return bool(await self.run(call) == 1)
+
+    @translated
+    async def release(
+        self, leases: Sequence[Lease], *, delay: float = 0.0, note: ErrorInfo | None = None
+    ) -> list[bool]:
+        now, delay_ms, channel = self.now_arg(), max(0, to_ms(delay)), self.keys.wake_channel
+
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
+            return calls.release(k, now, delay_ms, [leases[i] for i in idx], channel, note=note)
+
+        return await self._per_queue(leases, build)
+
+    @translated
+    async def extend(self, leases: Sequence[Lease], *, lease_for: float) -> list[bool]:
+        now, lease_ms = self.now_arg(), max(1, to_ms(lease_for))
+
+        def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
+            return calls.extend(k, now, lease_ms, [leases[i] for i in idx])
+
+        return await self._per_queue(leases, build)
+
+    @translated
+    async def recover(self, *, limit: int = 1000) -> RecoveryReport:
+        recovered: list[str] = []
+        dead: list[str] = []
+        for queue in await self.queues_with_work(["active"]):
+            left = limit - len(recovered) - len(dead)
+            if left <= 0:
+                break
+            call = calls.recover(self.queue(queue), self.now_arg(), left, self.keys.wake_channel)
+            back, died = await self.run(call)
+            recovered += back
+            dead += died
+        return RecoveryReport(tuple(recovered), tuple(dead))
+
+    @translated
+    async def promote(self, *, limit: int = 1000) -> int:
+        moved = 0
+        for queue in await self.queues_with_work(["scheduled", "retry"]):
+            if moved >= limit:
+                break
+            call = calls.promote(self.queue(queue), self.now_arg(), limit - moved, self.keys.wake_channel)
+            moved += int(await self.run(call))
+        return moved
+
+    @translated
+    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 0.0)
+        if self._hub is None:
+            self._hub = WakeHub(self.client, self.keys.wake_channel)
+        hub = self._hub
+        await hub.subscribed(max(timeout, 0.0))
+        event = asyncio.Event()
+        hub.add(queues, event)
+        try:
+            while True:
+                event.clear()
+                due, next_in = await self._due(queues)
+                left = deadline - loop.time()
+                if due:
+                    return True
+                if left <= 0:
+                    return False
+                nap = left if next_in is None else min(left, next_in + 0.001)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(nap):  # not wait_for: it can lose a cancel on 3.11
+                        await event.wait()
+        finally:
+            hub.remove(queues, event)
+
+    async def _due(self, queues: Sequence[str]) -> tuple[bool, float | None]:
+        """Whether any of ``queues`` has a due job; else seconds until the next one (or None)."""
+        commands: list[tuple[Any, ...]] = []
+        for queue in queues:
+            k = self.queue(queue)
+            commands += [
+                ("LLEN", k.pending),
+                ("ZRANGE", k.scheduled, 0, 0, "WITHSCORES"),
+                ("ZRANGE", k.retry, 0, 0, "WITHSCORES"),
+            ]
+        if not commands:
+            return False, None
+        found = await self.run_many(commands)
+        heads: list[float] = []
+        for i in range(0, len(found), 3):
+            if int(found[i]) > 0:
+                return True, None
+            heads += [float(score) for score in found[i + 1][1::2] + found[i + 2][1::2]]
+        if not heads:
+            return False, None
+        wait_ms = min(heads) - await self.now_ms()
+        return wait_ms <= 0, max(wait_ms, 0) / 1000
+
+    @translated
+    async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
+        key = self.keys.idempotency(key)
+        call = calls.idempotency_begin(key, self.now_arg(), owner, max(1, to_ms(ttl)))
+        return IdempotencyState(await self.run(call))
+
+    @translated
+    async def idempotency_end(self, key: str, owner: str, *, done: bool, ttl: float) -> None:
+        key = self.keys.idempotency(key)
+        call = calls.idempotency_end(key, self.now_arg(), owner, done, max(0, to_ms(ttl)))
+        await self.run(call)

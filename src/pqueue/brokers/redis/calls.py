@@ -1,0 +1,128 @@
+"""Typed builders of every script call: KEYS and ARGV exactly as each ``lua/*.lua`` header
+documents them. Pure functions, so the layout can be checked without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pqueue.brokers.redis.codec import encode_error, encode_leases, enqueue_header
+from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.scripts import ScriptCall
+from pqueue.job import MAX_ERROR_HISTORY, ErrorInfo, JobSpec, Lease
+
+PROMOTE_BATCH = 1000
+"""Most due scheduled/retry jobs one script run moves to pending (bounds its run time)."""
+
+
+def enqueue(k: QueueKeys, specs: Sequence[JobSpec], now: str, channel: str) -> ScriptCall:
+    keys = [k.pending, k.scheduled, k.retry, k.seq]
+    keys += [k.unique_prefix + s.unique_key for s in specs if s.unique_key is not None]
+    header = enqueue_header(specs)
+    return ScriptCall("enqueue", keys, [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH, header])
+
+
+def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> ScriptCall:
+    return ScriptCall(
+        "claim",
+        [k.pending, k.scheduled, k.retry, k.active, k.seq],
+        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH],
+    )
+
+
+def ack(
+    k: QueueKeys, now: str, retention_ms: int, leases: Sequence[Lease], results: Sequence[str | None]
+) -> ScriptCall:
+    return ScriptCall(
+        "ack", [k.active, k.completed], [now, k.job_prefix, retention_ms, encode_leases(leases, results)]
+    )
+
+
+def fail(
+    k: QueueKeys, now: str, *, job_id: str, token: str, error: ErrorInfo, retry_ms: int | None, channel: str
+) -> ScriptCall:
+    return ScriptCall(
+        "fail",
+        [k.active, k.retry, k.dead, k.seq, k.job(job_id)],
+        [
+            now,
+            job_id,
+            token,
+            encode_error(error),
+            "" if retry_ms is None else retry_ms,
+            MAX_ERROR_HISTORY,
+            channel,
+            k.queue,
+        ],
+    )
+
+
+def release(
+    k: QueueKeys, now: str, delay_ms: int, leases: Sequence[Lease], channel: str, *, note: ErrorInfo | None
+) -> ScriptCall:
+    return ScriptCall(
+        "release",
+        [k.active, k.pending, k.scheduled, k.seq],
+        [
+            now,
+            k.job_prefix,
+            delay_ms,
+            channel,
+            k.queue,
+            encode_leases(leases),
+            "" if note is None else encode_error(note),
+            MAX_ERROR_HISTORY,
+        ],
+    )
+
+
+def extend(k: QueueKeys, now: str, lease_ms: int, leases: Sequence[Lease]) -> ScriptCall:
+    return ScriptCall("extend", [k.active], [now, k.job_prefix, lease_ms, encode_leases(leases)])
+
+
+def recover(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
+    return ScriptCall(
+        "recover",
+        [k.active, k.pending, k.dead],
+        [now, k.job_prefix, limit, MAX_ERROR_HISTORY, channel, k.queue],
+    )
+
+
+def promote(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
+    return ScriptCall(
+        "promote", [k.pending, k.scheduled, k.retry], [now, k.job_prefix, limit, channel, k.queue]
+    )
+
+
+def cancel(k: QueueKeys, now: str, job_id: str, retention_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "cancel",
+        [k.pending, k.scheduled, k.retry, k.cancelled, k.job(job_id)],
+        [now, job_id, retention_ms],
+    )
+
+
+def requeue_dead(
+    k: QueueKeys, now: str, job_ids: Sequence[str] | None, limit: int, channel: str
+) -> ScriptCall:
+    ids = list(job_ids or ())
+    keys = [k.pending, k.scheduled, k.retry, k.dead, k.seq] + [k.job(i) for i in ids]
+    mode = "all" if job_ids is None else "ids"
+    return ScriptCall("requeue_dead", keys, [now, k.job_prefix, mode, limit, channel, k.queue, *ids])
+
+
+def purge_dead(k: QueueKeys, job_ids: Sequence[str] | None, limit: int) -> ScriptCall:
+    ids = list(job_ids or ())
+    mode = "all" if job_ids is None else "ids"
+    return ScriptCall("purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, *ids])
+
+
+def prune(k: QueueKeys, now: str, retention_ms: int, limit: int) -> ScriptCall:
+    return ScriptCall("prune", [k.completed, k.cancelled], [now, retention_ms, limit, k.job_prefix])
+
+
+def idempotency_begin(key: str, now: str, owner: str, ttl_ms: int) -> ScriptCall:
+    return ScriptCall("idempotency_begin", [key], [now, owner, ttl_ms])
+
+
+def idempotency_end(key: str, now: str, owner: str, done: bool, ttl_ms: int) -> ScriptCall:
+    return ScriptCall("idempotency_end", [key], [now, owner, "1" if done else "0", ttl_ms])

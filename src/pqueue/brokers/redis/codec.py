@@ -1,0 +1,196 @@
+"""Job hashes <-> pqueue objects. Stored times are integer milliseconds (docs/redis.md).
+
+A hash that cannot be decoded raises :class:`~pqueue.errors.CorruptJob` naming the job,
+so one malformed key is reported instead of crashing whoever reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pqueue.broker import WorkerInfo
+from pqueue.errors import CorruptJob
+from pqueue.job import ErrorInfo, Job, JobSpec, JobStatus, Lease, errors_from_json
+
+_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def to_ms(seconds: float) -> int:
+    """Seconds (an epoch or a duration) -> integer milliseconds."""
+    return round(seconds * 1000)
+
+
+_STATUS = {status.value: status for status in JobStatus}
+_fromtimestamp = datetime.fromtimestamp
+_loads = json.loads
+
+
+def _when(ms: str | int) -> datetime:
+    return _fromtimestamp(int(ms) / 1000, UTC)
+
+
+def _maybe_when(ms: str | int | None) -> datetime | None:
+    return None if ms is None else _fromtimestamp(int(ms) / 1000, UTC)
+
+
+def pairs(flat: Sequence[str]) -> dict[str, str]:
+    """A flat ``HGETALL`` reply -> dict (when a field repeats, the last value wins)."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
+    """Build a :class:`Job` from its hash; raises :class:`CorruptJob` if it is malformed."""
+    try:
+        get = h.get
+        timeout, result, meta, errors = get("timeout"), get("result"), get("meta"), get("errors")
+        return Job(
+            id=job_id,
+            type=h["type"],
+            queue=queue,
+            payload=_loads(h["payload"]),
+            status=_STATUS[h["status"]],
+            attempt=int(get("attempt") or 0),
+            max_retries=int(h["max_retries"]),
+            recoveries=int(get("recoveries") or 0),
+            max_recoveries=int(h["max_recoveries"]),
+            run_at=_when(h["run_at"]),
+            created_at=_when(h["created_at"]),
+            timeout=None if timeout is None else float(timeout),
+            unique_key=get("unique_key"),
+            idempotency_key=get("idempotency_key"),
+            started_at=_maybe_when(get("started_at")),
+            finished_at=_maybe_when(get("finished_at")),
+            errors=errors_from_json(errors) if errors else (),
+            result=None if result is None else _loads(result),
+            meta={} if meta is None else _string_map(_loads(meta)),
+        )
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
+
+
+def decode_lease(queue: str, job_id: str, flat: Sequence[str], expires_at: float) -> Lease:
+    """A claim script reply entry -> :class:`Lease`; :class:`CorruptJob` if malformed."""
+    h = pairs(flat)
+    return Lease(decode_job(job_id, queue, h), h["token"], expires_at)
+
+
+def _string_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise TypeError("meta is not an object of strings")
+    return value
+
+
+def _shared(values: list[Any]) -> Any:
+    """One value when every job has it (sent once), else the whole column."""
+    return values[0] if values.count(values[0]) == len(values) else values
+
+
+def enqueue_header(specs: Sequence[JobSpec]) -> str:
+    """enqueue.lua's ARGV[6]: the batch as JSON columns (see the script's header).
+
+    Columns rather than rows: shared values travel once and an absent option costs
+    nothing, which halves the server's decoding time for typical batches.
+    """
+    header: dict[str, Any] = {
+        "id": [s.id for s in specs],
+        "payload": [s.payload_json for s in specs],
+        "type": _shared([s.type for s in specs]),
+        "max_retries": _shared([s.max_retries for s in specs]),
+        "max_recoveries": _shared([s.max_recoveries for s in specs]),
+    }
+    optional: dict[str, list[Any]] = {
+        "run_at": [None if s.run_at is None else to_ms(s.run_at) for s in specs],
+        "delay": [None if s.delay is None else to_ms(s.delay) for s in specs],
+        "timeout": [None if s.timeout is None else repr(s.timeout) for s in specs],
+        "unique_key": [s.unique_key for s in specs],
+        "unique_for": [None if s.unique_for is None else max(1, to_ms(s.unique_for)) for s in specs],
+        "idempotency_key": [s.idempotency_key for s in specs],
+        "meta": [_compact(dict(s.meta)) if s.meta else None for s in specs],
+    }
+    for name, column in optional.items():
+        if column.count(None) != len(column):
+            header[name] = column
+    text = _compact(header)
+    if not _is_utf8(text):
+        header["payload"] = [_utf8_json(p) for p in header["payload"]]
+        if "meta" in header:
+            header["meta"] = [None if m is None else _utf8_json(m) for m in header["meta"]]
+        text = _compact(header)
+    return text
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _utf8_json(text: str) -> str:
+    """The same JSON value, sendable as UTF-8: a lone surrogate (legal in a Python str, not
+    in UTF-8) is re-encoded as its ``\\uXXXX`` escape. Cheap when nothing needs it."""
+    if _is_utf8(text):
+        return text
+    return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
+
+
+def encode_leases(leases: Sequence[Lease], results: Sequence[str | None] | None = None) -> str:
+    """The ``{id, token[, result]}`` columns that ack/extend/release.lua take as one ARGV."""
+    batch: dict[str, list[Any]] = {
+        "id": [lease.job.id for lease in leases],
+        "token": [lease.token for lease in leases],
+    }
+    if results is not None and results.count(None) != len(results):
+        batch["result"] = [None if r is None else _utf8_json(r) for r in results]
+    return _compact(batch)
+
+
+def _clean(text: str) -> str:
+    """Text safe to send as UTF-8 (lone surrogates from odd exceptions are replaced)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def encode_error(error: ErrorInfo) -> str:
+    """The error record fail.lua completes with attempt and at."""
+    return _compact(
+        {"kind": _clean(error.kind), "message": _clean(error.message), "traceback": _clean(error.traceback)}
+    )
+
+
+def encode_worker(info: WorkerInfo, *, now: float, expires_at: float) -> str:
+    return _compact(
+        {
+            "id": info.id,
+            "host": info.host,
+            "pid": info.pid,
+            "queues": list(info.queues),
+            "concurrency": info.concurrency,
+            "started_at": info.started_at,
+            "last_seen": now,
+            "expires_at": expires_at,
+            "meta": dict(info.meta),
+        }
+    )
+
+
+def decode_worker(text: str) -> tuple[WorkerInfo, float] | None:
+    """A worker registration and its expiry, or None if it is malformed (it is dropped)."""
+    try:
+        d = json.loads(text)
+        info = WorkerInfo(
+            id=str(d["id"]),
+            host=str(d["host"]),
+            pid=int(d["pid"]),
+            queues=tuple(str(q) for q in d["queues"]),
+            concurrency=int(d["concurrency"]),
+            started_at=float(d["started_at"]),
+            last_seen=float(d["last_seen"]),
+            meta={str(k): str(v) for k, v in d.get("meta", {}).items()},
+        )
+        return info, float(d["expires_at"])
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None

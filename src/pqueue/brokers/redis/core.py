@@ -1,0 +1,171 @@
+"""What every part of the Redis broker shares: options, the client, time, error translation."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from pqueue.brokers import redact
+from pqueue.brokers.redis import scripts
+from pqueue.brokers.redis.codec import to_ms
+from pqueue.brokers.redis.config import RedisOptions
+from pqueue.brokers.redis.keys import GlobalKeys, QueueKeys, global_keys, queue_keys
+from pqueue.clock import Clock
+from pqueue.errors import BrokerError, BrokerUnavailable, ConfigError, PQueueError, SchemaError
+
+LAYOUT_VERSION = "1"
+"""Version of the key layout in docs/redis.md; ``open`` refuses any other."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def honour_lost_cancel(task: asyncio.Task[Any] | None, cancels_before: int) -> None:
+    """Raise CancelledError if ``task`` was cancelled during a call that then returned anyway.
+
+    redis-py 8 sends every command through ``asyncio.wait_for``, which on Python 3.11
+    returns normally when a cancellation races with the send completing; the caller's
+    cancel would be lost and, e.g., a worker's shutdown would hang on a task that keeps
+    running. The cancel request is still counted by ``Task.cancelling()``, so it can be
+    honoured here, after the command, with the connection in a clean state.
+    """
+    if task is not None and task.cancelling() > cancels_before:
+        raise asyncio.CancelledError()
+
+
+def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnavailable, else
+    BrokerError), and never let a cancellation of the call go missing."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        task = asyncio.current_task()
+        cancels = task.cancelling() if task is not None else 0
+        try:
+            result = await fn(*args, **kwargs)
+        except PQueueError:
+            honour_lost_cancel(task, cancels)
+            raise
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            honour_lost_cancel(task, cancels)
+            raise BrokerUnavailable(f"redis is unreachable: {exc}") from exc
+        except RedisError as exc:
+            honour_lost_cancel(task, cancels)
+            raise BrokerError(f"redis command failed: {exc}") from exc
+        honour_lost_cancel(task, cancels)
+        return result
+
+    return wrapper
+
+
+class RedisCore:
+    """Options, connection pool, keys and the clock rule; the broker builds on this."""
+
+    def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
+        self.options = options
+        self.clock = clock
+        self.prefix = options.prefix
+        self.keys: GlobalKeys = global_keys(options.prefix)
+        self.retention_ms = to_ms(options.retention)
+        self._client: Redis | None = None
+
+    def queue(self, name: str) -> QueueKeys:
+        return queue_keys(self.prefix, name)
+
+    @property
+    def client(self) -> Redis:
+        if self._client is None:
+            raise BrokerError("the redis broker is not open: call `await broker.open()` first")
+        return self._client
+
+    def now_arg(self) -> str:
+        """ARGV[1] of every script: the injected clock in ms, or '' for the server's TIME."""
+        return "" if self.clock is None else str(to_ms(self.clock.now()))
+
+    async def now_ms(self) -> int:
+        if self.clock is not None:
+            return to_ms(self.clock.now())
+        seconds, micros = await self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    def _make_client(self) -> Redis:
+        opts = self.options
+        try:
+            pool = BlockingConnectionPool.from_url(
+                opts.url,
+                max_connections=opts.pool_size + 1,  # + the wake-up listener's connection
+                timeout=opts.pool_timeout,
+                decode_responses=True,
+                retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), opts.retries),
+                retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                socket_keepalive=True,
+                health_check_interval=30,
+                client_name=f"pqueue:{self.prefix}:{socket.gethostname()}:{os.getpid()}",
+            )
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"invalid redis DSN {redact(opts.url)!r}: {exc}") from exc
+        return Redis(connection_pool=pool)
+
+    async def _open_client(self) -> None:
+        if self._client is not None:
+            return
+        client = self._make_client()
+        try:
+            await client.ping()
+            await scripts.load_all(client)
+            await self._check_layout(client)
+        except BaseException:
+            await client.aclose()
+            raise
+        self._client = client
+
+    async def _check_layout(self, client: Redis) -> None:
+        await client.hsetnx(self.keys.meta, "layout", LAYOUT_VERSION)
+        found = await client.hget(self.keys.meta, "layout")
+        if found != LAYOUT_VERSION:
+            raise SchemaError(
+                f"redis prefix {self.prefix!r} holds key layout {found!r}; this pqueue knows layout "
+                f"{LAYOUT_VERSION!r} (see docs/redis.md)"
+            )
+
+    async def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def registered_queues(self) -> list[str]:
+        """Every queue that has held a job, sorted."""
+        names: set[str] = await self.client.smembers(self.keys.queues)  # type: ignore[assignment]
+        return sorted(names)
+
+    async def queues_with_work(self, sets: Sequence[str], *, older_than_ms: int = 0) -> list[str]:
+        """Registered queues where any of the sorted sets ``sets`` (QueueKeys attribute names)
+        has a member scored at or before now - ``older_than_ms``: a cheap look (one pipelined
+        ZCOUNT per queue and set) so maintenance runs scripts only where there is work."""
+        queues = await self.registered_queues()
+        if not queues:
+            return []
+        until = await self.now_ms() - older_than_ms
+        commands = [("ZCOUNT", getattr(self.queue(q), s), "-inf", until) for q in queues for s in sets]
+        counts = await self.run_many(commands)
+        width = len(sets)
+        return [q for i, q in enumerate(queues) if any(int(n) for n in counts[i * width : (i + 1) * width])]
+
+    async def run(self, call: scripts.ScriptCall) -> Any:
+        return await scripts.run(self.client, call)
+
+    async def run_many(self, calls: Sequence[scripts.ScriptCall | tuple[Any, ...]]) -> list[Any]:
+        if len(calls) == 1 and isinstance(calls[0], scripts.ScriptCall):
+            return [await scripts.run(self.client, calls[0])]
+        return await scripts.run_many(self.client, calls)

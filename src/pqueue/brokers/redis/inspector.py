@@ -1,0 +1,223 @@
+"""Inspection and admin over the Redis layout: the :class:`~pqueue.broker.Inspector` half.
+
+Lookups by job id visit every registered queue in one pipelined round trip (a job's key
+carries its queue's hash tag, and ids carry no queue); docs/adr/0002-redis-job-lookup.md
+explains why there is no global id index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pqueue.broker import JobPage, QueueCounts, WorkerInfo
+from pqueue.brokers.redis import calls
+from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker
+from pqueue.brokers.redis.core import RedisCore, translated
+from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.errors import JobNotFound
+from pqueue.ids import is_job_id
+from pqueue.job import Job, JobStatus
+
+ADMIN_BATCH = 1000
+"""Jobs one admin script run handles (requeue/purge of a whole queue loop over batches)."""
+
+_ZSETS = {
+    JobStatus.SCHEDULED: "scheduled",
+    JobStatus.RETRY: "retry",
+    JobStatus.ACTIVE: "active",
+    JobStatus.DEAD: "dead",
+    JobStatus.COMPLETED: "completed",
+    JobStatus.CANCELLED: "cancelled",
+}
+_RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
+
+
+class RedisInspector(RedisCore):
+    """get, count, page, cancel, requeue, purge, prune; worker registrations."""
+
+    async def _locate(self, job_id: str) -> tuple[str, dict[str, str]]:
+        """The queue and hash of a job; :class:`JobNotFound` if no queue holds it."""
+        if not is_job_id(job_id):
+            raise JobNotFound(f"no job with id {job_id!r} (not a job id)")
+        queues = await self.registered_queues()
+        if queues:
+            found = await self.run_many([("HGETALL", self.queue(q).job(job_id)) for q in queues])
+            for queue, fields in zip(queues, found, strict=True):
+                if fields:
+                    return queue, fields
+        raise JobNotFound(f"no job with id {job_id!r}")
+
+    @translated
+    async def get_job(self, job_id: str) -> Job:
+        queue, fields = await self._locate(job_id)
+        return decode_job(job_id, queue, fields)
+
+    @translated
+    async def list_queues(self) -> list[str]:
+        return await self.registered_queues()
+
+    @translated
+    async def counts(self) -> QueueCounts:
+        queues = await self.registered_queues()
+        if not queues:
+            return {}
+        since = f"({await self.now_ms() - self.retention_ms}"
+        commands: list[tuple[Any, ...]] = []
+        for queue in queues:
+            k = self.queue(queue)
+            commands += [
+                ("LLEN", k.pending),
+                ("ZCARD", k.scheduled),
+                ("ZCARD", k.active),
+                ("ZCARD", k.retry),
+                ("ZCOUNT", k.completed, since, "+inf"),
+                ("ZCARD", k.dead),
+                ("ZCOUNT", k.cancelled, since, "+inf"),
+            ]
+        found = await self.run_many(commands)
+        order = list(JobStatus)  # pending, scheduled, active, retry, completed, dead, cancelled
+        width = len(order)
+        return {
+            queue: dict(zip(order, (int(n) for n in found[i * width : (i + 1) * width]), strict=True))
+            for i, queue in enumerate(queues)
+        }
+
+    def _size(self, k: QueueKeys, status: JobStatus, since: str) -> tuple[Any, ...]:
+        if status is JobStatus.PENDING:
+            return ("LLEN", k.pending)
+        key = getattr(k, _ZSETS[status])
+        return ("ZCOUNT", key, since, "+inf") if status in _RETAINED else ("ZCARD", key)
+
+    def _range(self, k: QueueKeys, status: JobStatus, since: str, start: int, count: int) -> tuple[Any, ...]:
+        if status is JobStatus.PENDING:
+            return ("LRANGE", k.pending, start, start + count - 1)
+        key = getattr(k, _ZSETS[status])
+        if status in _RETAINED:
+            return ("ZRANGE", key, since, "+inf", "BYSCORE", "LIMIT", start, count)
+        return ("ZRANGE", key, start, start + count - 1)
+
+    @translated
+    async def list_jobs(
+        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+    ) -> JobPage:
+        status = JobStatus(status)
+        queues = await self.registered_queues()
+        if queue is not None:
+            queues = [q for q in queues if q == queue]
+        if not queues or limit <= 0:
+            return JobPage((), None)
+        since = f"({await self.now_ms() - self.retention_ms}"
+        keys = [self.queue(q) for q in queues]
+        sizes = [int(n) for n in await self.run_many([self._size(k, status, since) for k in keys])]
+        ranges: list[tuple[Any, ...]] = []
+        owners: list[str] = []
+        skip, want = max(offset, 0), limit
+        for k, size in zip(keys, sizes, strict=True):
+            if want <= 0:
+                break
+            if skip >= size:
+                skip -= size
+                continue
+            take = min(size - skip, want)
+            ranges.append(self._range(k, status, since, skip, take))
+            owners.append(k.queue)
+            skip, want = 0, want - take
+        jobs = await self._fetch(owners, await self.run_many(ranges) if ranges else [], status)
+        end = max(offset, 0) + limit
+        return JobPage(tuple(jobs), end if end < sum(sizes) else None)
+
+    async def _fetch(self, owners: list[str], id_lists: list[list[str]], status: JobStatus) -> list[Job]:
+        wanted = [(queue, job_id) for queue, ids in zip(owners, id_lists, strict=True) for job_id in ids]
+        if not wanted:
+            return []
+        found = await self.run_many([("HGETALL", self.queue(q).job(i)) for q, i in wanted])
+        jobs = [decode_job(i, q, fields) for (q, i), fields in zip(wanted, found, strict=True) if fields]
+        return [job for job in jobs if job.status is status]  # moved on since it was listed
+
+    @translated
+    async def cancel(self, job_id: str) -> bool:
+        queue, _ = await self._locate(job_id)
+        done = await self.run(calls.cancel(self.queue(queue), self.now_arg(), job_id, self.retention_ms))
+        if done == -1:
+            raise JobNotFound(f"no job with id {job_id!r}")
+        return bool(done == 1)
+
+    async def _admin_queues(self, queue: str | None) -> list[str]:
+        queues = await self.registered_queues()
+        return queues if queue is None else [q for q in queues if q == queue]
+
+    @translated
+    async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        queues = await self._admin_queues(queue)
+        channel = self.keys.wake_channel
+        if job_ids is not None:
+            ids = [i for i in job_ids if is_job_id(i)]
+            if not ids or not queues:
+                return 0
+            moved = await self.run_many(
+                [calls.requeue_dead(self.queue(q), self.now_arg(), ids, len(ids), channel) for q in queues]
+            )
+            return sum(int(n) for n in moved)
+        total = 0
+        for q in queues:
+            while True:
+                call = calls.requeue_dead(self.queue(q), self.now_arg(), None, ADMIN_BATCH, channel)
+                n = int(await self.run(call))
+                total += n
+                if n < ADMIN_BATCH:
+                    break
+        return total
+
+    @translated
+    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        queues = await self._admin_queues(queue)
+        if job_ids is not None:
+            ids = [i for i in job_ids if is_job_id(i)]
+            if not ids or not queues:
+                return 0
+            deleted = await self.run_many([calls.purge_dead(self.queue(q), ids, len(ids)) for q in queues])
+            return sum(int(n) for n in deleted)
+        total = 0
+        for q in queues:
+            while True:
+                n = int(await self.run(calls.purge_dead(self.queue(q), None, ADMIN_BATCH)))
+                total += n
+                if n < ADMIN_BATCH:
+                    break
+        return total
+
+    @translated
+    async def prune(self, *, limit: int = 1000) -> int:
+        removed = 0
+        for q in await self.queues_with_work(["completed", "cancelled"], older_than_ms=self.retention_ms):
+            if removed >= limit:
+                break
+            call = calls.prune(self.queue(q), self.now_arg(), self.retention_ms, limit - removed)
+            removed += int(await self.run(call))
+        return removed
+
+    @translated
+    async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
+        now = await self.now_ms() / 1000
+        await self.client.hset(self.keys.workers, info.id, encode_worker(info, now=now, expires_at=now + ttl))
+
+    @translated
+    async def unregister_worker(self, worker_id: str) -> None:
+        await self.client.hdel(self.keys.workers, worker_id)
+
+    @translated
+    async def list_workers(self) -> list[WorkerInfo]:
+        raw: dict[str, str] = await self.client.hgetall(self.keys.workers)  # type: ignore[assignment]
+        now = await self.now_ms() / 1000
+        live: list[WorkerInfo] = []
+        gone: list[str] = []
+        for worker_id, text in raw.items():
+            decoded = decode_worker(text)
+            if decoded is None or decoded[1] <= now:
+                gone.append(worker_id)
+            else:
+                live.append(decoded[0])
+        if gone:
+            await self.client.hdel(self.keys.workers, *gone)
+        return sorted(live, key=lambda w: w.id)

@@ -1,0 +1,126 @@
+-- _lib.lua: helpers shared by every pqueue script; scripts.py prepends this file to each
+-- script before loading it, so every helper below is a local of the script that uses it.
+--
+-- Conventions (docs/redis.md):
+--   * Times are integer milliseconds since the epoch. ARGV[1] of every script is the
+--     caller's clock in ms, or '' to use the server's clock (TIME), so one script run never
+--     mixes two clocks.
+--   * Every KEYS entry of one call shares the queue's hash tag "{<queue>}". Scripts that
+--     must reach jobs whose ids they only learn while running (claim, promote, recover,
+--     prune, requeue/purge of a whole queue) build the job key as <job prefix> .. id,
+--     where the job prefix "<prefix>:{<queue>}:job:" carries the same hash tag; the key
+--     therefore lives in the same cluster slot as the declared KEYS.
+--   * A wake-up is a PUBLISH of the queue name on the prefix's channel.
+
+local function pq_now(arg)
+  if arg ~= nil and arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function pq_int(n)
+  return string.format('%d', n)
+end
+
+-- Run `cmd key <items...>` in chunks small enough for Lua's unpack() limit.
+local function pq_chunked(cmd, key, items)
+  local step = 1000
+  for i = 1, #items, step do
+    redis.call(cmd, key, unpack(items, i, math.min(i + step - 1, #items)))
+  end
+end
+
+-- The score of the first member of a sorted set, or nil when it is empty.
+local function pq_head_score(zkey)
+  local head = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    return nil
+  end
+  return tonumber(head[2])
+end
+
+-- Sort entries {id, run_at} by run_at, then by the job's enqueue sequence number (read
+-- only to break ties), so equal run_ats keep their enqueue order.
+local function pq_sort_due(entries, job_prefix)
+  local seqs = {}
+  local function seq(id)
+    local s = seqs[id]
+    if s == nil then
+      s = tonumber(redis.call('HGET', job_prefix .. id, 'seq')) or 0
+      seqs[id] = s
+    end
+    return s
+  end
+  table.sort(entries, function(a, b)
+    if a[2] ~= b[2] then
+      return a[2] < b[2]
+    end
+    return seq(a[1]) < seq(b[1])
+  end)
+end
+
+-- Move up to `limit` due jobs (run_at <= now) from the scheduled and retry sets to the
+-- tail of pending, by (run_at, enqueue order). Returns how many moved.
+local function pq_promote(pending, scheduled, retry, job_prefix, now, limit)
+  local due = {}
+  for _, zkey in ipairs({scheduled, retry}) do
+    local found = redis.call('ZRANGE', zkey, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+    for i = 1, #found, 2 do
+      due[#due + 1] = {found[i], tonumber(found[i + 1]), zkey}
+    end
+  end
+  if #due == 0 then
+    return 0
+  end
+  pq_sort_due(due, job_prefix)
+  local ids = {}
+  local from = {[scheduled] = {}, [retry] = {}}
+  for i = 1, math.min(#due, limit) do
+    local id, zkey = due[i][1], due[i][3]
+    ids[#ids + 1] = id
+    from[zkey][#from[zkey] + 1] = id
+    redis.call('HSET', job_prefix .. id, 'status', 'pending')
+  end
+  for zkey, members in pairs(from) do
+    if #members > 0 then
+      pq_chunked('ZREM', zkey, members)
+    end
+  end
+  pq_chunked('RPUSH', pending, ids)
+  return #ids
+end
+
+-- Put jobs back at the head of pending, earliest (run_at, enqueue order) first: they were
+-- due before anything behind them. `entries` are {id, run_at}.
+local function pq_push_front(pending, entries, job_prefix)
+  if #entries == 0 then
+    return
+  end
+  pq_sort_due(entries, job_prefix)
+  local reversed = {}
+  for i = #entries, 1, -1 do
+    reversed[#reversed + 1] = entries[i][1]
+  end
+  pq_chunked('LPUSH', pending, reversed)
+end
+
+-- Append an error record to a job's JSON error history, keeping the newest `keep`.
+-- A malformed history is replaced rather than failing the script (and with it every
+-- transition of the queue, e.g. recovery).
+local function pq_add_error(job_key, error_obj, keep)
+  local raw = redis.call('HGET', job_key, 'errors')
+  local history = {}
+  if raw then
+    local ok, decoded = pcall(cjson.decode, raw)
+    if ok and type(decoded) == 'table' then
+      history = decoded
+    end
+  end
+  history[#history + 1] = error_obj
+  while #history > keep do
+    table.remove(history, 1)
+  end
+  redis.call('HSET', job_key, 'errors', cjson.encode(history))
+end

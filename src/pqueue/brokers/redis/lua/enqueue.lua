@@ -1,0 +1,136 @@
+-- enqueue.lua: store a batch of new jobs of one queue, in order.
+--
+-- Due jobs already in the scheduled/retry sets are promoted first, so a new immediate
+-- job lines up behind every job that was due before it. A job whose id already exists,
+-- or whose unique key is held (value "<holder id>|<expires ms>", expiry judged on the
+-- script's clock; the PX TTL only collects garbage), is not stored.
+--
+-- KEYS[1]  <p>:{q}:pending      list of due job ids
+-- KEYS[2]  <p>:{q}:scheduled    zset id -> run_at ms
+-- KEYS[3]  <p>:{q}:retry        zset id -> run_at ms
+-- KEYS[4]  <p>:{q}:seq          counter: enqueue order and lease tokens
+-- KEYS[4+k] <p>:{q}:unique:<key> for the k-th job (in batch order) that has a unique key
+-- ARGV[1]  now ms, or '' for the server clock
+-- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
+-- ARGV[3]  wake-up channel
+-- ARGV[4]  queue name
+-- ARGV[5]  promote limit
+-- ARGV[6]  JSON object of columns, one entry per job in each array (codec.enqueue_header):
+--          id, payload                         arrays of text
+--          type, max_retries, max_recoveries   one value shared by all jobs, or an array
+--          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
+--          idempotency_key, meta (JSON text)   absent when no job sets them, else an
+--                                              array with null for jobs that do not
+-- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
+--          or unique key.
+-- Errors:  none of its own.
+
+local pending, scheduled = KEYS[1], KEYS[2]
+local now = pq_now(ARGV[1])
+local job_prefix = ARGV[2]
+local h = cjson.decode(ARGV[6])
+local NULL = cjson.null
+local ids, payloads = h['id'], h['payload']
+local n = #ids
+
+-- Shared columns arrive as one value; `x_all` holds it, else x_all is nil and x[i] is used.
+local function shared(column)
+  if type(column) == 'table' then
+    return nil, column
+  end
+  return column, nil
+end
+local type_all, types = shared(h['type'])
+local retries_all, retries = shared(h['max_retries'])
+local recoveries_all, recoveries = shared(h['max_recoveries'])
+local run_ats, delays = h['run_at'], h['delay']
+local unique_keys, unique_fors = h['unique_key'], h['unique_for']
+local optional = {}
+for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta'}) do
+  if h[name] ~= nil then
+    optional[#optional + 1] = {name, h[name]}
+  end
+end
+
+local was_empty = redis.call('LLEN', pending) == 0
+local head = pq_head_score(scheduled)
+pq_promote(pending, scheduled, KEYS[3], job_prefix, now, tonumber(ARGV[5]))
+
+local seq = redis.call('INCRBY', KEYS[4], n) - n
+local out, due, later = {}, {}, {}
+local earliest = nil
+local unique_index = 4
+
+-- The id of the job already holding job i's id or unique key, or nil (then the key is taken).
+local function holder_of(i, id, key)
+  local unique_key = nil
+  if unique_keys ~= nil and unique_keys[i] ~= NULL then
+    unique_index = unique_index + 1
+    unique_key = KEYS[unique_index]
+  end
+  if redis.call('EXISTS', key) == 1 then
+    return id
+  end
+  if unique_key == nil then
+    return nil
+  end
+  local held = redis.call('GET', unique_key)
+  if held then
+    local held_id, expires = string.match(held, '^(.*)|(%d+)$')
+    if expires and tonumber(expires) > now then
+      return held_id
+    end
+  end
+  local ttl = unique_fors[i]
+  redis.call('SET', unique_key, id .. '|' .. pq_int(now + ttl), 'PX', pq_int(math.max(ttl, 1)))
+  return nil
+end
+
+for i = 1, n do
+  local id = ids[i]
+  local key = job_prefix .. id
+  local holder = holder_of(i, id, key)
+  if holder ~= nil then
+    out[i] = holder
+  else
+    seq = seq + 1
+    local run_at = now
+    if run_ats ~= nil and run_ats[i] ~= NULL then
+      run_at = run_ats[i]
+    elseif delays ~= nil and delays[i] ~= NULL then
+      run_at = now + delays[i]
+    end
+    local status = 'pending'
+    if run_at > now then
+      status = 'scheduled'
+      later[#later + 1] = run_at
+      later[#later + 1] = id
+      if earliest == nil or run_at < earliest then
+        earliest = run_at
+      end
+    else
+      due[#due + 1] = id
+    end
+    redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
+      'run_at', run_at, 'created_at', now, 'seq', seq,
+      'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i])
+    for _, column in ipairs(optional) do
+      local value = column[2][i]
+      if value ~= NULL then
+        redis.call('HSET', key, column[1], value)
+      end
+    end
+    out[i] = 1
+  end
+end
+
+if #due > 0 then
+  pq_chunked('RPUSH', pending, due)
+end
+if #later > 0 then
+  pq_chunked('ZADD', scheduled, later)
+end
+if (was_empty and redis.call('LLEN', pending) > 0) or (earliest ~= nil and (head == nil or earliest < head)) then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+end
+return out

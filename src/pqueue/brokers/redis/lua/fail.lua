@@ -1,0 +1,47 @@
+-- fail.lua: record a leased job's error; schedule its retry, or make it dead.
+--
+-- KEYS[1]  <p>:{q}:active
+-- KEYS[2]  <p>:{q}:retry
+-- KEYS[3]  <p>:{q}:dead         zset id -> died ms
+-- KEYS[4]  <p>:{q}:seq
+-- KEYS[5]  <p>:{q}:job:<id>
+-- ARGV[1]  now ms, or '' for the server clock
+-- ARGV[2]  job id
+-- ARGV[3]  lease token
+-- ARGV[4]  error JSON object {kind, message, traceback}; attempt and at are set here
+-- ARGV[5]  retry in ms, or '' for dead
+-- ARGV[6]  error history length to keep
+-- ARGV[7]  wake-up channel
+-- ARGV[8]  queue name
+-- Returns: 1 when recorded, 0 when the lease was lost
+-- Errors:  none of its own.
+
+local active, retry, dead, key = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
+local now = pq_now(ARGV[1])
+local id, token = ARGV[2], ARGV[3]
+local cur = redis.call('HMGET', key, 'status', 'token', 'attempt')
+if cur[1] ~= 'active' or cur[2] ~= token then
+  return 0
+end
+
+local err = cjson.decode(ARGV[4])
+err['attempt'] = tonumber(cur[3]) or 0
+err['at'] = now / 1000
+pq_add_error(key, err, tonumber(ARGV[6]))
+redis.call('ZREM', active, id)
+
+if ARGV[5] == '' then
+  redis.call('HSET', key, 'status', 'dead', 'finished_at', pq_int(now))
+  redis.call('ZADD', dead, now, id)
+  return 1
+end
+
+local run_at = now + tonumber(ARGV[5])
+local seq = redis.call('INCR', KEYS[4])
+local head = pq_head_score(retry)
+redis.call('HSET', key, 'status', 'retry', 'run_at', pq_int(run_at), 'seq', pq_int(seq))
+redis.call('ZADD', retry, run_at, id)
+if run_at <= now or head == nil or run_at < head then
+  redis.call('PUBLISH', ARGV[7], ARGV[8])
+end
+return 1

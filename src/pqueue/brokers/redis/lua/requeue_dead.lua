@@ -1,0 +1,54 @@
+-- requeue_dead.lua: move dead jobs of one queue back to pending with a fresh budget.
+--
+-- attempt and recoveries restart at 0, run_at becomes now and the job gets a new place
+-- in enqueue order; its error history is kept. Due scheduled/retry jobs are promoted
+-- first so the requeued jobs line up behind them.
+--
+-- KEYS[1]  <p>:{q}:pending
+-- KEYS[2]  <p>:{q}:scheduled
+-- KEYS[3]  <p>:{q}:retry
+-- KEYS[4]  <p>:{q}:dead
+-- KEYS[5]  <p>:{q}:seq
+-- KEYS[5+i] <p>:{q}:job:<id> of the i-th id in ARGV (mode 'ids' only)
+-- ARGV[1]  now ms, or '' for the server clock
+-- ARGV[2]  job key prefix <p>:{q}:job:   (mode 'all' builds job keys from it; see _lib.lua)
+-- ARGV[3]  mode: 'ids' (the ids below) or 'all' (the oldest `limit` dead jobs)
+-- ARGV[4]  limit (mode 'all')
+-- ARGV[5]  wake-up channel
+-- ARGV[6]  queue name
+-- ARGV[7..] job ids (mode 'ids')
+-- Returns: how many jobs moved
+-- Errors:  none of its own.
+
+local pending, dead = KEYS[1], KEYS[4]
+local now = pq_now(ARGV[1])
+local job_prefix = ARGV[2]
+local ids = {}
+if ARGV[3] == 'all' then
+  ids = redis.call('ZRANGE', dead, 0, tonumber(ARGV[4]) - 1)
+else
+  for i = 7, #ARGV do
+    ids[#ids + 1] = ARGV[i]
+  end
+end
+
+local was_empty = redis.call('LLEN', pending) == 0
+pq_promote(pending, KEYS[2], KEYS[3], job_prefix, now, 1000)
+local moved = {}
+for _, id in ipairs(ids) do
+  local key = job_prefix .. id
+  if redis.call('ZSCORE', dead, id) and redis.call('HGET', key, 'status') == 'dead' then
+    redis.call('ZREM', dead, id)
+    redis.call('HDEL', key, 'finished_at')
+    redis.call('HSET', key, 'status', 'pending', 'attempt', 0, 'recoveries', 0, 'run_at', pq_int(now),
+      'seq', pq_int(redis.call('INCR', KEYS[5])))
+    moved[#moved + 1] = id
+  end
+end
+if #moved > 0 then
+  pq_chunked('RPUSH', pending, moved)
+  if was_empty then
+    redis.call('PUBLISH', ARGV[5], ARGV[6])
+  end
+end
+return #moved
