@@ -286,6 +286,7 @@ class Worker:
                 continue
             if leases:
                 await self._start(leases)
+                await asyncio.sleep(0)  # let the new jobs start before the next claim's work
             else:
                 await self._idle(broker, names)
 
