@@ -93,6 +93,11 @@ class Settler:
         """Finished jobs whose ack is not durable yet."""
         return len(self._pending) + self._in_flight
 
+    @property
+    def unsent(self) -> bool:
+        """Finished jobs wait for the acker to send their ack."""
+        return bool(self._pending)
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="pqueue-acker")
 

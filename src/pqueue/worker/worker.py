@@ -273,6 +273,8 @@ class Worker:
                 await self._slots.wait()
                 await asyncio.sleep(0)  # let other finishing jobs free their slots: claim in bulk
                 continue
+            if self._settler.unsent:
+                await asyncio.sleep(0)  # acks of finished jobs go out before the next claim
             try:
                 leases = await broker.claim(
                     s.selection.order(), worker_id=self.id, limit=want, lease_for=s.lease
