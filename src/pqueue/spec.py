@@ -11,12 +11,13 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
 from pqueue.clock import to_epoch
 from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
-from pqueue.ids import is_job_id, new_id
+from pqueue.ids import is_job_id, new_id, new_ids
 from pqueue.job import NO_META, JobSpec, JSONValue
 
 DEFAULT_QUEUE = "default"
@@ -211,3 +212,57 @@ def build_spec(
         idempotency_key=None if idempotency_key is None else _key("idempotency_key", idempotency_key),
         meta=_meta(meta) if meta else NO_META,
     )
+
+
+def build_specs(
+    job_type: str,
+    payloads: Iterable[JSONValue],
+    *,
+    queue: str = DEFAULT_QUEUE,
+    delay: float | timedelta | None = None,
+    run_at: datetime | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    timeout: float | timedelta | None = None,
+    unique_for: float | timedelta | None = None,
+    meta: Mapping[str, str] | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> list[JobSpec]:
+    """One spec per payload, all with the same options; raises on the first bad one.
+
+    The options are checked once (by :func:`build_spec`), then each job only gets an id,
+    its encoded payload and, with ``unique_for``, a unique key derived from that payload.
+    """
+    first = build_spec(
+        job_type,
+        None,
+        queue=queue,
+        delay=delay,
+        run_at=run_at,
+        max_retries=max_retries,
+        max_recoveries=max_recoveries,
+        timeout=timeout,
+        unique_for=unique_for,
+        meta=meta,
+    )
+    shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
+    texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
+    specs = []
+    for job_id, payload_json in zip(new_ids(len(texts)), texts, strict=True):
+        specs.append(
+            JobSpec(
+                id=job_id,
+                type=job_type,
+                queue=queue,
+                payload_json=payload_json,
+                delay=first.delay,
+                run_at=first.run_at,
+                max_retries=max_retries,
+                max_recoveries=max_recoveries,
+                timeout=first.timeout,
+                unique_key=None if unique_for is None else derive_unique_key(job_type, queue, payload_json),
+                unique_for=first.unique_for,
+                meta=shared_meta,
+            )
+        )
+    return specs
