@@ -1,5 +1,6 @@
-"""The three enqueue statements (one job, a plain batch, a batch with unique keys or
-repeated ids) store the same jobs and answer the same way."""
+"""The four enqueue statements (one job; a batch of jobs that differ only in payload; a
+plain batch; a batch with unique keys or repeated ids) store the same jobs and answer the
+same way."""
 
 from __future__ import annotations
 
@@ -34,13 +35,13 @@ async def test_every_path_stores_the_same_job(open_pg: OpenPg) -> None:
         "meta": {"trace": "t1"},
         "delay": 30,
     }
-    one = build_spec("p:job", {"n": 1}, **options)  # type: ignore[arg-type]
-    plain = build_spec("p:job", {"n": 1}, **options)  # type: ignore[arg-type]
+    one, same, same_too, plain = (build_spec("p:job", {"n": 1}, **options) for _ in range(4))  # type: ignore[arg-type]
     general = build_spec("p:job", {"n": 1}, unique_key="k", unique_for=60, **options)  # type: ignore[arg-type]
     await broker.enqueue([one])
+    await broker.enqueue([same, same_too])
     await broker.enqueue([plain, build_spec("p:job", None)])
     await broker.enqueue([general, build_spec("p:job", None)])
-    jobs = [await broker.get_job(spec.id) for spec in (one, plain, general)]
+    jobs = [await broker.get_job(spec.id) for spec in (one, same, plain, general)]
     fields = [
         (j.type, j.queue, j.status, j.max_retries, j.max_recoveries, j.timeout, j.idempotency_key,
          dict(j.meta), j.run_at, j.created_at, j.payload)
@@ -50,8 +51,8 @@ async def test_every_path_stores_the_same_job(open_pg: OpenPg) -> None:
     now = datetime.fromtimestamp(1_800_000_000.0, UTC)
     meta = {"trace": "t1"}
     expected = ("p:job", "mail", JobStatus.SCHEDULED, 7, 2, 1.5, "idem-1", meta, due, now, {"n": 1})
-    assert fields == [expected] * 3
-    assert [j.unique_key for j in jobs] == [None, None, "k"]
+    assert fields == [expected] * 4
+    assert [j.unique_key for j in jobs] == [None, None, None, "k"]
 
 
 async def test_a_job_due_at_a_past_time_is_pending(open_pg: OpenPg) -> None:

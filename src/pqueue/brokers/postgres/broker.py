@@ -80,9 +80,8 @@ class PostgresBroker(PostgresAdmin):
             return [await self._enqueue_one(specs[0])]
         plain = PlainBatch.of(specs)
         if plain is not None:
-            [(created, created_ids, _)] = await self.db.rows(
-                self._q["enqueue_plain"], self._params(**plain.columns)
-            )
+            query = self._q["enqueue_same"] if plain.same else self._q["enqueue_plain"]
+            [(created, created_ids, _)] = await self.db.rows(query, self._params(**plain.params))
             return plain.results(created, created_ids)
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))

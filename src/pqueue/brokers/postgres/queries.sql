@@ -124,6 +124,44 @@ SELECT count(*),
 FROM created;
 
 
+-- name: enqueue_same
+-- `enqueue_plain` for a batch whose jobs differ only in id and payload (the usual fan-out,
+-- e.g. AsyncClient.enqueue_map): the shared options come as scalars, so only two arrays
+-- are sent and unnested. Same effects and answer as `enqueue_plain`.
+WITH due AS (
+    SELECT coalesce(to_timestamp(%(at_epoch)s::float8),
+                    {now} + make_interval(secs => coalesce(%(delay)s::float8, 0))) AS at
+),
+created AS (
+    INSERT INTO {schema}.jobs AS j (
+        id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
+        timeout, idempotency_key, meta
+    )
+    SELECT u.id, %(queue)s::text, %(type)s::text,
+           CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
+           u.payload::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json
+    FROM due
+    CROSS JOIN unnest(%(id)b::uuid[], %(payload)b::text[]) WITH ORDINALITY AS u(id, payload, ord)
+    ORDER BY u.ord  -- seq (enqueue order) follows the batch order
+    ON CONFLICT (id) DO NOTHING
+    RETURNING j.id, j.run_at
+),
+seen_queues AS (
+    INSERT INTO {schema}.queues (name, created_at)
+    SELECT %(queue)s::text, {now} WHERE EXISTS (SELECT 1 FROM created)
+    ON CONFLICT (name) DO NOTHING
+),
+woken AS (
+    SELECT pg_notify({channel}, %(queue)s::text || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
+    FROM created HAVING count(*) > 0
+)
+SELECT count(*),
+       CASE WHEN count(*) < cardinality(%(id)b::uuid[]) THEN array_agg(id::text) END,
+       (SELECT count(*) FROM woken)
+FROM created;
+
+
 -- name: enqueue_one
 -- Store one job without a unique key: the same effect as `enqueue` for a batch of one,
 -- with scalar parameters and no batch machinery (single enqueues are round-trip bound,
