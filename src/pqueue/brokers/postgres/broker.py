@@ -14,6 +14,8 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg import errors as pg_errors
+
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.admin import PostgresAdmin
@@ -29,7 +31,7 @@ from pqueue.brokers.postgres.codec import (
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.core import settled
 from pqueue.clock import Clock
-from pqueue.errors import CorruptJob
+from pqueue.errors import BrokerError, CorruptJob
 from pqueue.ids import is_job_id
 from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lease
 
@@ -43,6 +45,12 @@ def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _RUN_AT = 4 + JOB_COLUMNS.index("run_at")
+
+
+def _id_taken(exc: BrokerError) -> bool:
+    """Whether an optimistic insert failed because a job id already exists."""
+    cause = exc.__cause__
+    return isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name == "jobs_pkey"
 
 
 def _text(value: str) -> str:
@@ -80,8 +88,17 @@ class PostgresBroker(PostgresAdmin):
             return [await self._enqueue_one(specs[0])]
         plain = PlainBatch.of(specs)
         if plain is not None:
-            query = self._q["enqueue_same"] if plain.same else self._q["enqueue_plain"]
-            [(created, created_ids, _)] = await self.db.rows(query, self._params(**plain.params))
+            if plain.same:
+                try:
+                    [(created, _)] = await self.db.rows(
+                        self._q["enqueue_same"], self._params(**plain.same_params())
+                    )
+                    return plain.results(created, None)
+                except BrokerError as exc:
+                    if not _id_taken(exc):
+                        raise
+            params = self._params(**plain.plain_params())
+            [(created, created_ids, _)] = await self.db.rows(self._q["enqueue_plain"], params)
             return plain.results(created, created_ids)
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))

@@ -154,10 +154,10 @@ class PlainBatch:
     as scalars: two arrays to send instead of eleven), else ``enqueue_plain``.
     """
 
+    specs: Sequence[JobSpec]
     ids: list[str]
     same: bool
-    """All jobs differ only in id and payload: use ``enqueue_same``."""
-    params: dict[str, Any]
+    """All jobs differ only in id and payload: ``enqueue_same`` can store them."""
 
     @classmethod
     def of(cls, specs: Sequence[JobSpec]) -> PlainBatch | None:
@@ -165,15 +165,22 @@ class PlainBatch:
         ids = [spec.id for spec in specs]
         if len(set(ids)) != len(ids) or any(spec.unique_key is not None for spec in specs):
             return None
-        payloads = [s.payload_json for s in specs]
         first = specs[0]
-        if all(_same_options(s, first) for s in specs):
-            return cls(ids, True, {"id": ids, "payload": payloads, **_options(first)})
-        params: dict[str, list[Any]] = {
-            "id": ids,
+        return cls(specs, ids, all(_same_options(s, first) for s in specs))
+
+    def same_params(self) -> dict[str, Any]:
+        """The parameters of ``enqueue_same``: the ids and payloads, and the shared options."""
+        payloads = [s.payload_json for s in self.specs]
+        return {"id": self.ids, "payload": payloads, **_options(self.specs[0])}
+
+    def plain_params(self) -> dict[str, list[Any]]:
+        """The parameters of ``enqueue_plain``: one array per column."""
+        specs = self.specs
+        return {
+            "id": self.ids,
             "queue": [s.queue for s in specs],
             "type": [s.type for s in specs],
-            "payload": payloads,
+            "payload": [s.payload_json for s in specs],
             "at_epoch": [s.run_at for s in specs],
             "delay": [s.delay for s in specs],
             "max_retries": [s.max_retries for s in specs],
@@ -182,7 +189,6 @@ class PlainBatch:
             "idempotency_key": [s.idempotency_key for s in specs],
             "meta": [_meta_json(s) for s in specs],
         }
-        return cls(ids, False, params)
 
     def results(self, created: int, created_ids: Sequence[str] | None) -> list[EnqueueResult]:
         """One result per spec: created, unless its id already existed."""
