@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.broker import Capability, FullBroker, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError
@@ -264,6 +264,7 @@ class Worker:
         s = self.settings
         names = list(s.selection.names)
         ack_cap = 4 * s.concurrency
+        wakeup = Capability.WAKEUP in broker.capabilities
         assert self._settler is not None
         failures = 0
         while not self._stopping:
@@ -289,6 +290,10 @@ class Worker:
             if leases:
                 await self._start(leases)
                 await asyncio.sleep(0)  # let the new jobs start before the next claim's work
+                if len(leases) < want and wakeup:
+                    # Nothing more was due: park now rather than after an empty claim. The
+                    # broker checks for due jobs once parked, so none can slip past.
+                    await self._idle(broker, names)
             else:
                 await self._idle(broker, names)
 
