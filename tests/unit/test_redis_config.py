@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -58,7 +59,9 @@ def test_enqueue_header_sends_shared_values_once_and_omits_unused_options() -> N
 
 
 def test_a_lone_surrogate_travels_as_an_escape() -> None:
-    header = enqueue_header([build_spec("t", "x\ud800")])
+    # build_spec refuses such text; a JobSpec made by hand must still not break the wire.
+    spec = dataclasses.replace(build_spec("t"), payload_json='"x\ud800"')
+    header = enqueue_header([spec])
     header.encode("utf-8")  # sendable
     assert json.loads(json.loads(header)["payload"][0]) == "x\ud800"
 
