@@ -47,7 +47,7 @@ def test_limit_zero_turns_prefetch_off() -> None:
 
 def test_settings_default_and_validation() -> None:
     settings = WorkerSettings.build(concurrency=4)
-    assert (settings.prefetch, settings.prefetch_window, settings.ack_interval) == (80, 0.05, 0.0)
+    assert (settings.prefetch, settings.prefetch_window, settings.ack_interval) == (80, 0.05, 0.002)
     for bad in ({"prefetch": -1}, {"prefetch": True}, {"prefetch_window": 0}, {"ack_interval": -1}):
         with pytest.raises(ConfigError):
             WorkerSettings.build(**bad)  # type: ignore[arg-type]

@@ -55,8 +55,8 @@ class WorkerSettings:
     maintenance: bool
     prefetch: int = 0
     """The most jobs held beyond ``concurrency``, waiting for a slot (0: none)."""
-    ack_interval: float = 0.0
-    """Seconds a finished job may wait for others to share its ack (0: ack at once)."""
+    ack_interval: float = 0.002
+    """Under load, seconds a finished job may wait for others to share its ack (0: never)."""
     prefetch_window: float = 0.05
     """Hold only the jobs expected to start within this many seconds (see :mod:`.pacing`)."""
 
@@ -86,7 +86,7 @@ class WorkerSettings:
         worker_id: str | None = None,
         prefetch: int | None = None,
         prefetch_window: float = 0.05,
-        ack_interval: float = 0.0,
+        ack_interval: float = 0.002,
     ) -> WorkerSettings:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")

@@ -1,9 +1,11 @@
 """Settling deliveries: batched acks, fails and releases, and reporting each outcome.
 
 Acks are batched: a finished job waits in a buffer while the previous ack round trip
-is in flight, then all buffered jobs are acked in one call. A job counts as completed
-only once its ack is durable; a crash between the handler's return and the ack makes
-the job run again (a repeat), never disappear (a loss).
+is in flight, then all buffered jobs are acked in one call; under load (the previous
+ack carried ``busy_batch`` jobs or more) the acker first lingers ``ack_interval`` so
+that more jobs share the call. A job counts as completed only once its ack is durable;
+a crash between the handler's return and the ack makes the job run again (a repeat),
+never disappear (a loss).
 """
 
 from __future__ import annotations
@@ -74,9 +76,14 @@ class Settler:
         *,
         on_acked: Callable[[], None] = lambda: None,
         ack_interval: float = 0.0,
+        busy_batch: int = 1,
     ) -> None:
         self.broker = broker
         self.ack_interval = ack_interval
+        """Under load, how long a finished job may wait for others to share its ack."""
+        self.busy_batch = busy_batch
+        """An ack of at least this many jobs means load: the next one lingers."""
+        self._last_batch = 0
         self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
@@ -156,10 +163,11 @@ class Settler:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self.ack_interval:
-                await asyncio.sleep(self.ack_interval)  # let more jobs finish: one ack for all
             while self._pending:
+                if self.ack_interval and self._last_batch >= self.busy_batch:
+                    await asyncio.sleep(self.ack_interval)  # under load: let more jobs share this ack
                 batch, self._pending = self._pending, []
+                self._last_batch = len(batch)
                 self._in_flight = len(batch)
                 try:
                     await self._ack(batch)

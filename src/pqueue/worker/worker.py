@@ -205,6 +205,7 @@ class Worker:
             self.counters,
             on_acked=self._slots.set,
             ack_interval=self.settings.ack_interval,
+            busy_batch=self.settings.concurrency,
         )
         self._executor = Executor(
             broker=broker,
