@@ -18,9 +18,9 @@ SMOOTHING = 0.2
 
 
 class Pacer:
-    """The moving average of job durations, and the prefetch it allows."""
+    """The moving average of job durations, and the prefetch it allows (:attr:`extra`)."""
 
-    __slots__ = ("_average", "concurrency", "limit", "window")
+    __slots__ = ("_average", "concurrency", "extra", "limit", "window")
 
     def __init__(self, concurrency: int, *, limit: int, window: float) -> None:
         self.concurrency = concurrency
@@ -29,6 +29,8 @@ class Pacer:
         self.window = window
         """Seconds a prefetched job may expect to wait for a slot."""
         self._average = math.inf  # unknown: no prefetch until a job has finished
+        self.extra = 0
+        """Jobs to hold beyond the running ones: those a slot should free up for in time."""
 
     def observe(self, seconds: float) -> None:
         """Note how long one job took (handler and settling, as the slot saw it)."""
@@ -36,11 +38,6 @@ class Pacer:
             self._average = seconds
         else:
             self._average += SMOOTHING * (seconds - self._average)
-
-    @property
-    def extra(self) -> int:
-        """Jobs to hold beyond the running ones: those a slot should free up for in time."""
-        if not self.limit or self._average == math.inf:
-            return 0
-        starts_per_second = self.concurrency / max(self._average, 1e-6)
-        return min(self.limit, int(self.window * starts_per_second))
+        if self.limit:
+            starts_per_second = self.concurrency / max(self._average, 1e-6)
+            self.extra = min(self.limit, int(self.window * starts_per_second))
