@@ -248,21 +248,25 @@ def build_specs(
     shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
     texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
     specs = []
+    derive = unique_for is not None
     for job_id, payload_json in zip(new_ids(len(texts)), texts, strict=True):
+        # Positional: a third cheaper than keywords for a frozen dataclass, and the order
+        # is JobSpec's field order (tests/worker/test_enqueue_map.py checks every field).
         specs.append(
             JobSpec(
-                id=job_id,
-                type=job_type,
-                queue=queue,
-                payload_json=payload_json,
-                delay=first.delay,
-                run_at=first.run_at,
-                max_retries=max_retries,
-                max_recoveries=max_recoveries,
-                timeout=first.timeout,
-                unique_key=None if unique_for is None else derive_unique_key(job_type, queue, payload_json),
-                unique_for=first.unique_for,
-                meta=shared_meta,
+                job_id,
+                job_type,
+                queue,
+                payload_json,
+                first.delay,
+                first.run_at,
+                max_retries,
+                max_recoveries,
+                first.timeout,
+                derive_unique_key(job_type, queue, payload_json) if derive else None,
+                first.unique_for,
+                None,  # idempotency_key: per job, so never shared
+                shared_meta,
             )
         )
     return specs
