@@ -2,16 +2,17 @@
 
 Acks are batched: a finished job waits in a buffer while the previous ack round trip
 is in flight, then all buffered jobs are acked in one call; under load (the previous
-ack carried ``busy_batch`` jobs or more) the acker first lingers ``ack_interval`` so
-that more jobs share the call. A job counts as completed only once its ack is durable;
-a crash between the handler's return and the ack makes the job run again (a repeat),
-never disappear (a loss).
+ack carried ``busy_batch`` jobs or more) the acker first lingers up to ``ack_interval``
+(at most as long as the last ack took) so that more jobs share the call. A job counts
+as completed only once its ack is durable; a crash between the handler's return and
+the ack makes the job run again (a repeat), never disappear (a loss).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple, TypeVar
@@ -84,6 +85,7 @@ class Settler:
         self.busy_batch = busy_batch
         """An ack of at least this many jobs means load: the next one lingers."""
         self._last_batch = 0
+        self._last_ack_seconds = 0.0
         self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
@@ -165,13 +167,16 @@ class Settler:
             self._wake.clear()
             while self._pending:
                 if self.ack_interval and self._last_batch >= self.busy_batch:
-                    await asyncio.sleep(self.ack_interval)  # under load: let more jobs share this ack
+                    # Under load, let more jobs share this ack -- at most as long as the last
+                    # ack took (cheap acks, e.g. in memory, are not worth waiting for).
+                    await asyncio.sleep(min(self.ack_interval, self._last_ack_seconds))
                 batch, self._pending = self._pending, []
-                self._last_batch = len(batch)
-                self._in_flight = len(batch)
+                self._last_batch = self._in_flight = len(batch)
+                started = time.perf_counter()
                 try:
                     await self._ack(batch)
                 finally:
+                    self._last_ack_seconds = time.perf_counter() - started
                     self._in_flight = 0
                     self.on_acked()  # the backlog shrank: a claim loop held back by it may go on
             self._idle.set()

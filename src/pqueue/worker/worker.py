@@ -264,7 +264,7 @@ class Worker:
     async def _claim_loop(self, broker: FullBroker) -> None:
         s = self.settings
         names = list(s.selection.names)
-        ack_cap = 4 * s.concurrency
+        ack_cap = 4 * s.concurrency + s.prefetch  # finished jobs awaiting their ack before claims pause
         wakeup = Capability.WAKEUP in broker.capabilities
         assert self._settler is not None
         failures = 0
