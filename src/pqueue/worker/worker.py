@@ -1,12 +1,13 @@
-"""``Worker``: claim jobs in batches sized to free slots, run them, drain cleanly on stop.
+"""``Worker``: claim jobs in batches (free slots plus a prefetch), run them, drain cleanly on stop.
 
 One claim loop per worker. It claims as many jobs as it has free slots (``concurrency``)
 plus a prefetch bounded by measured job time (:mod:`.pacing`): prefetched jobs wait in a
 local buffer, start the moment a slot frees, and are handed back unrun at a drain. Each
 started job runs in its own asyncio task (async handlers on the loop, sync ones on a
-bounded set of threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an enqueue, by the
-side thread after promoting or recovering jobs, or by a stop) with a bounded poll as a
-fallback. Heartbeats and housekeeping run on a side thread (:mod:`.sidecar`).
+bounded set of threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an
+enqueue, by the side thread after promoting or recovering jobs, or by a stop) with a
+bounded poll as a fallback. Heartbeats and housekeeping run on a side thread
+(:mod:`.sidecar`).
 """
 
 from __future__ import annotations
