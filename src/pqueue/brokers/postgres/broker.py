@@ -88,18 +88,7 @@ class PostgresBroker(PostgresAdmin):
             return [await self._enqueue_one(specs[0])]
         plain = PlainBatch.of(specs)
         if plain is not None:
-            if plain.same:
-                try:
-                    [(created, _)] = await self.db.rows(
-                        self._q["enqueue_same"], self._params(**plain.same_params())
-                    )
-                    return plain.results(created, None)
-                except BrokerError as exc:
-                    if not _id_taken(exc):
-                        raise
-            params = self._params(**plain.plain_params())
-            [(created, created_ids, _)] = await self.db.rows(self._q["enqueue_plain"], params)
-            return plain.results(created, created_ids)
+            return await self._enqueue_plain(plain)
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
         return batch.results(rows)
@@ -108,6 +97,22 @@ class PostgresBroker(PostgresAdmin):
         """One job without a unique key: a lighter statement than the batch one."""
         [(created, _)] = await self.db.rows(self._q["enqueue_one"], self._params(**one_params(spec)))
         return EnqueueResult(spec.id, bool(created))
+
+    async def _enqueue_plain(self, plain: PlainBatch) -> list[EnqueueResult]:
+        """A batch without unique keys or repeated ids (ADR 0041): ``enqueue_same`` when the
+        jobs differ only in payload, optimistically; ``enqueue_plain`` otherwise, or when an
+        id turned out to exist."""
+        if plain.same:
+            try:
+                params = self._params(**plain.same_params())
+                [(created, _)] = await self.db.rows(self._q["enqueue_same"], params)
+                return plain.results(created, None)
+            except BrokerError as exc:
+                if not _id_taken(exc):
+                    raise
+        params = self._params(**plain.plain_params())
+        [(created, created_ids, _)] = await self.db.rows(self._q["enqueue_plain"], params)
+        return plain.results(created, created_ids)
 
     async def enqueue_in(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         """Enqueue on the caller's open transaction (psycopg ``AsyncConnection`` or SQLAlchemy
