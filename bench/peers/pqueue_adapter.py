@@ -53,7 +53,7 @@ def _wipe() -> None:
 class Adapter:
     name = "pqueue"
     version = pqueue.__version__
-    batch_api = "AsyncClient.enqueue_many([Task, ...]) (one round trip per chunk)"
+    batch_api = "AsyncClient.enqueue_map(type, payloads) (one round trip per chunk)"
     concurrency_note = "asyncio handler slots per process (--concurrency C)"
 
     def setup(self) -> None:
@@ -72,9 +72,9 @@ class Adapter:
         await self.client.enqueue(TYPE, ts, queue=common.QUEUE, max_retries=0)
 
     async def enqueue_batch(self, tss: list[float]) -> None:
-        await self.client.enqueue_many(
-            [pqueue.Task(TYPE, ts, queue=common.QUEUE, max_retries=0) for ts in tss]
-        )
+        # One job type, many payloads: pqueue's bulk API for that (pgqueuer's batch call takes
+        # lists the same way). enqueue_many([Task, ...]) costs ~2.5 us more per job.
+        await self.client.enqueue_map(TYPE, tss, queue=common.QUEUE, max_retries=0)
 
     def worker_cmd(self, concurrency: int) -> list[str]:
         return [

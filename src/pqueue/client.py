@@ -18,10 +18,10 @@ from typing import Any
 from pqueue.broker import FullBroker, JobPage, QueueCounts, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
-from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
+from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.router import Router
-from pqueue.spec import DEFAULT_MAX_RECOVERIES
+from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_specs
 from pqueue.task import Task
 
 
@@ -156,7 +156,47 @@ class AsyncClient:
 
         Every task is validated first, so one bad task raises and nothing is stored.
         """
-        specs = [self._with_handler_defaults(task).to_spec() for task in tasks]
+        return await self._send([self._with_handler_defaults(task).to_spec() for task in tasks])
+
+    async def enqueue_map(
+        self,
+        type: str,
+        payloads: Iterable[JSONValue],
+        *,
+        queue: str | None = None,
+        delay: float | timedelta | None = None,
+        run_at: datetime | None = None,
+        max_retries: int | None = None,
+        timeout: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        meta: Mapping[str, str] | None = None,
+        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    ) -> list[EnqueueResult]:
+        """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
+
+        The bulk path for fan-out: the options are checked once, so a job costs the
+        producer about half what a :class:`Task` in :meth:`enqueue_many` does. With
+        ``unique_for``, each job's unique key is derived from its payload (equal payloads
+        make one job). Every payload is checked first: one bad payload raises and nothing
+        is stored. Results keep the payloads' order.
+        """
+        task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
+        specs = build_specs(
+            type,
+            payloads,
+            queue=DEFAULT_QUEUE if task.queue is None else task.queue,
+            delay=delay,
+            run_at=run_at,
+            max_retries=DEFAULT_MAX_RETRIES if task.max_retries is None else task.max_retries,
+            max_recoveries=max_recoveries,
+            timeout=task.timeout,
+            unique_for=unique_for,
+            meta=meta,
+        )
+        return await self._send(specs)
+
+    async def _send(self, specs: list[JobSpec]) -> list[EnqueueResult]:
+        """Run the enqueue middleware around one broker call."""
         if not specs:
             return []
         specs = self._middleware.before_enqueue(specs)

@@ -11,12 +11,13 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
 from pqueue.clock import to_epoch
 from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
-from pqueue.ids import is_job_id, new_id
+from pqueue.ids import is_job_id, new_id, new_ids
 from pqueue.job import NO_META, JobSpec, JSONValue
 
 DEFAULT_QUEUE = "default"
@@ -34,9 +35,29 @@ KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
 """Unique and idempotency keys: 1-200 printable ASCII characters, no spaces."""
 META_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 _json_encoder = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
 )
+# One C encoder for every payload (JSONEncoder.encode builds a new one per call: half the
+# cost of encoding a small payload). No circularity markers, so it is safe to share
+# between threads: a circular payload fails on the recursion limit instead.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_encode_chunks = (
+    _c_make_encoder(None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _encode(payload: JSONValue) -> str:
+    if _encode_chunks is None or type(payload) is str:
+        return _json_encoder.encode(payload)
+    return "".join(_encode_chunks(payload, 0))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -69,8 +90,8 @@ def validate_job_type(name: object) -> str:
 def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str:
     """Encode ``payload`` as compact JSON, refusing anything JSON cannot carry faithfully."""
     try:
-        text = _json_encoder.encode(payload)
-    except (TypeError, ValueError) as exc:
+        text = _encode(payload)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidPayload(
             f"payload is not a JSON value ({exc}); pass dicts, lists, str, int, float, "
             "bool or None (no NaN/Infinity)"
@@ -181,13 +202,71 @@ def build_spec(
         type=job_type,
         queue=queue,
         payload_json=payload_json,
-        delay=_seconds("delay", delay, allow_zero=True),
+        delay=None if delay is None else _seconds("delay", delay, allow_zero=True),
         run_at=run_at_epoch,
         max_retries=_count("max_retries", max_retries),
         max_recoveries=_count("max_recoveries", max_recoveries),
-        timeout=_seconds("timeout", timeout, allow_zero=False),
+        timeout=None if timeout is None else _seconds("timeout", timeout, allow_zero=False),
         unique_key=unique,
         unique_for=unique_seconds,
-        idempotency_key=_key("idempotency_key", idempotency_key),
-        meta=_meta(meta),
+        idempotency_key=None if idempotency_key is None else _key("idempotency_key", idempotency_key),
+        meta=_meta(meta) if meta else NO_META,
     )
+
+
+def build_specs(
+    job_type: str,
+    payloads: Iterable[JSONValue],
+    *,
+    queue: str = DEFAULT_QUEUE,
+    delay: float | timedelta | None = None,
+    run_at: datetime | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    timeout: float | timedelta | None = None,
+    unique_for: float | timedelta | None = None,
+    meta: Mapping[str, str] | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> list[JobSpec]:
+    """One spec per payload, all with the same options; raises on the first bad one.
+
+    The options are checked once (by :func:`build_spec`), then each job only gets an id,
+    its encoded payload and, with ``unique_for``, a unique key derived from that payload.
+    """
+    first = build_spec(
+        job_type,
+        None,
+        queue=queue,
+        delay=delay,
+        run_at=run_at,
+        max_retries=max_retries,
+        max_recoveries=max_recoveries,
+        timeout=timeout,
+        unique_for=unique_for,
+        meta=meta,
+    )
+    shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
+    texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
+    specs = []
+    derive = unique_for is not None
+    for job_id, payload_json in zip(new_ids(len(texts)), texts, strict=True):
+        # Positional: a third cheaper than keywords for a frozen dataclass, and the order
+        # is JobSpec's field order (tests/worker/test_enqueue_map.py checks every field).
+        specs.append(
+            JobSpec(
+                job_id,
+                job_type,
+                queue,
+                payload_json,
+                first.delay,
+                first.run_at,
+                max_retries,
+                max_recoveries,
+                first.timeout,
+                derive_unique_key(job_type, queue, payload_json) if derive else None,
+                first.unique_for,
+                None,  # idempotency_key: per job, so never shared
+                shared_meta,
+            )
+        )
+    return specs

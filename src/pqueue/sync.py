@@ -173,6 +173,34 @@ class Client:
         batch = list(tasks)
         return self._call(lambda c: c.enqueue_many(batch))
 
+    def enqueue_map(
+        self,
+        type: str,
+        payloads: Iterable[JSONValue],
+        *,
+        queue: str | None = None,
+        delay: float | timedelta | None = None,
+        run_at: datetime | None = None,
+        max_retries: int | None = None,
+        timeout: float | timedelta | None = None,
+        unique_for: float | timedelta | None = None,
+        meta: Mapping[str, str] | None = None,
+        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    ) -> list[EnqueueResult]:
+        """One job of ``type`` per payload, same options; see :meth:`AsyncClient.enqueue_map`."""
+        batch = list(payloads)
+        options: dict[str, Any] = {
+            "queue": queue,
+            "delay": delay,
+            "run_at": run_at,
+            "max_retries": max_retries,
+            "timeout": timeout,
+            "unique_for": unique_for,
+            "meta": meta,
+            "max_recoveries": max_recoveries,
+        }
+        return self._call(lambda c: c.enqueue_map(type, batch, **options))
+
     # -- inspecting and admin -------------------------------------------------------
 
     def get_job(self, job_id: str) -> Job:

@@ -58,8 +58,21 @@ def test_children_of_processes_n_get_the_same_settings() -> None:
     assert (
         command[command.index("--concurrency") + 1] == "7"
         and command[command.index("--processes") + 1] == "1"
+        and command[command.index("--prefetch") + 1] == "auto"
     )
     assert "--strict" in command and "--parent-pid" in command
+    zero = child_command(parse(APP, "--prefetch", "0"))
+    assert zero[zero.index("--prefetch") + 1] == "0"
+
+
+def test_prefetch_is_auto_or_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse(APP).prefetch is None and parse(APP, "--prefetch", "auto").prefetch is None
+    assert parse(APP, "--prefetch", "0").prefetch == 0
+    monkeypatch.setenv("PQUEUE_PREFETCH", "50")
+    assert parse(APP).prefetch == 50
+    monkeypatch.setenv("PQUEUE_PREFETCH", "-1")
+    with pytest.raises(ConfigError, match="PQUEUE_PREFETCH"):
+        parse(APP)
 
 
 def test_load_router_finds_module_attributes() -> None:

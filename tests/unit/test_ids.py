@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from pqueue.ids import is_job_id, new_id
+from pqueue.ids import is_job_id, new_id, new_ids
 
 
 def test_ids_are_version_7_uuids() -> None:
@@ -17,6 +17,16 @@ def test_ids_sort_in_creation_order_and_are_unique() -> None:
     ids = [new_id() for _ in range(50_000)]
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
+
+
+def test_ids_made_in_bulk_are_the_same_kind_and_keep_the_order() -> None:
+    before = new_id()
+    bulk = new_ids(10_000)  # more than one millisecond's 4,096: the sequence borrows ahead
+    after = new_id()
+    assert [before, *bulk, after] == sorted([before, *bulk, after])
+    assert len(set(bulk)) == len(bulk) and new_ids(0) == []
+    assert all(uuid.UUID(i).version == 7 and uuid.UUID(i).variant == uuid.RFC_4122 for i in bulk)
+    assert all(is_job_id(i) for i in bulk)
 
 
 def test_forked_child_does_not_repeat_the_parent_ids() -> None:

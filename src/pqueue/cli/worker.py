@@ -30,6 +30,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def prefetch_count(text: str) -> int | None:
+    """``auto`` (20 per slot, bounded by job time) or a number of jobs >= 0."""
+    if text.strip().lower() == "auto":
+        return None
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"must be >= 0 or 'auto', got {value}")
+    return value
+
+
 def log_level(text: str) -> str:
     level = text.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -67,6 +77,13 @@ def add_parser(subparsers: Any) -> None:
         parser, "--shutdown-timeout", type=float, default=30.0, help="seconds a drain waits for running jobs"
     )
     add_flag(parser, "--processes", type=positive_int, default=1, help="worker processes to run")
+    add_flag(
+        parser,
+        "--prefetch",
+        type=prefetch_count,
+        default=None,
+        help="jobs held beyond the running ones (None or auto: 20 per slot, bounded by job time; 0: none)",
+    )
     add_flag(
         parser,
         "--unknown-type",
@@ -115,6 +132,7 @@ def child_command(args: argparse.Namespace) -> list[str]:
         "--queues", args.queues,
         "--lease", str(args.lease),
         "--shutdown-timeout", str(args.shutdown_timeout),
+        "--prefetch", "auto" if args.prefetch is None else str(args.prefetch),
         "--unknown-type", args.unknown_type,
         "--log-level", args.log_level,
         "--log-format", args.log_format,
@@ -136,6 +154,7 @@ def serve(args: argparse.Namespace) -> int:
         lease=args.lease,
         shutdown_timeout=args.shutdown_timeout,
         unknown_type=args.unknown_type,
+        prefetch=args.prefetch,
     )
     if args.parent_pid is not None:
         _watch_parent(args.parent_pid, worker.stop)

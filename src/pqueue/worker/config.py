@@ -13,6 +13,8 @@ from pqueue.ids import new_id
 from pqueue.priority import QueuesArg, QueueSelection
 
 DEFAULT_QUEUES: dict[str, int] = {"critical": 6, "default": 3, "low": 1}
+DEFAULT_PREFETCH_PER_SLOT = 20
+"""The default ``prefetch`` is this many jobs per slot (still bounded by ``prefetch_window``)."""
 
 
 class UnknownTypePolicy(StrEnum):
@@ -51,6 +53,12 @@ class WorkerSettings:
     idempotency_busy_delay: float
     unknown_type_max_delay: float
     maintenance: bool
+    prefetch: int = 0
+    """The most jobs held beyond ``concurrency``, waiting for a slot (0: none)."""
+    ack_interval: float = 0.002
+    """Under load, seconds a finished job may wait for others to share its ack (0: never)."""
+    prefetch_window: float = 0.05
+    """Hold only the jobs expected to start within this many seconds (see :mod:`.pacing`)."""
 
     @property
     def beat_interval(self) -> float:
@@ -76,9 +84,15 @@ class WorkerSettings:
         unknown_type_max_delay: float = 300.0,
         maintenance: bool = True,
         worker_id: str | None = None,
+        prefetch: int | None = None,
+        prefetch_window: float = 0.05,
+        ack_interval: float = 0.002,
     ) -> WorkerSettings:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        prefetch = DEFAULT_PREFETCH_PER_SLOT * concurrency if prefetch is None else prefetch
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise ConfigError(f"prefetch must be an int >= 0, got {prefetch!r}")
         selection = QueueSelection.parse(DEFAULT_QUEUES if queues is None else queues, strict=strict)
         lease = _positive("lease", lease)
         try:
@@ -104,6 +118,9 @@ class WorkerSettings:
             ),
             unknown_type_max_delay=_positive("unknown_type_max_delay", unknown_type_max_delay),
             maintenance=bool(maintenance),
+            prefetch=prefetch,
+            prefetch_window=_positive("prefetch_window", prefetch_window),
+            ack_interval=_positive("ack_interval", ack_interval, allow_zero=True),
         )
 
 

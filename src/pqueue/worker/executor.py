@@ -112,15 +112,14 @@ class Executor:
         self.in_handler[job.id] = (lease, None)
         if self.middleware.wants_jobs:
             self.middleware.before_job(job)
+        if timeout is None:  # the common case: no timer to arm (a handle per job otherwise)
+            return await _attempt(handler, job)
         scope = asyncio.timeout(timeout)
         try:
             async with scope:
                 value = await handler.fn(job)
         except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the worker cancelled it (drain past its timeout): not the job's failure
-            return False, exc  # the handler's own (e.g. a cancelled future it awaited)
+            return _cancelled(exc)
         except BaseException as exc:  # noqa: BLE001 - any handler error is the job's outcome
             if scope.expired():
                 return False, _timeout(timeout, exc)
@@ -239,6 +238,24 @@ class Executor:
         ttl = self.settings.idempotency_ttl if done else self.settings.lease
         await self.broker.idempotency_end(key, owner, done=done, ttl=ttl)
         self.book.drop_key(lease)
+
+
+async def _attempt(handler: Handler, job: Job) -> Attempt:
+    """Await an async handler with no timeout."""
+    try:
+        return True, await handler.fn(job)
+    except asyncio.CancelledError as exc:
+        return _cancelled(exc)
+    except BaseException as exc:  # noqa: BLE001 - any handler error is the job's outcome
+        return False, exc
+
+
+def _cancelled(exc: asyncio.CancelledError) -> Attempt:
+    """A handler's cancellation is its failure, unless the worker cancelled its task (drain)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise exc  # the worker cancelled it (drain past its timeout): not the job's failure
+    return False, exc  # the handler's own (e.g. a cancelled future it awaited)
 
 
 def _timeout(timeout: float | None, cause: BaseException | None) -> JobTimeout:

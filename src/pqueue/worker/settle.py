@@ -1,15 +1,18 @@
 """Settling deliveries: batched acks, fails and releases, and reporting each outcome.
 
 Acks are batched: a finished job waits in a buffer while the previous ack round trip
-is in flight, then all buffered jobs are acked in one call. A job counts as completed
-only once its ack is durable; a crash between the handler's return and the ack makes
-the job run again (a repeat), never disappear (a loss).
+is in flight, then all buffered jobs are acked in one call; under load (the previous
+ack carried ``busy_batch`` jobs or more) the acker first lingers up to ``ack_interval``
+(at most as long as the last ack took) so that more jobs share the call. A job counts
+as completed only once its ack is durable; a crash between the handler's return and
+the ack makes the job run again (a repeat), never disappear (a loss).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 from typing import NamedTuple, TypeVar
@@ -73,8 +76,16 @@ class Settler:
         counters: WorkerCounters,
         *,
         on_acked: Callable[[], None] = lambda: None,
+        ack_interval: float = 0.0,
+        busy_batch: int = 1,
     ) -> None:
         self.broker = broker
+        self.ack_interval = ack_interval
+        """Under load, how long a finished job may wait for others to share its ack."""
+        self.busy_batch = busy_batch
+        """An ack of at least this many jobs means load: the next one lingers."""
+        self._last_batch = 0
+        self._last_ack_seconds = 0.0
         self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
@@ -90,6 +101,11 @@ class Settler:
     def backlog(self) -> int:
         """Finished jobs whose ack is not durable yet."""
         return len(self._pending) + self._in_flight
+
+    @property
+    def unsent(self) -> bool:
+        """Finished jobs wait for the acker to send their ack."""
+        return bool(self._pending)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="pqueue-acker")
@@ -150,11 +166,17 @@ class Settler:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
+                if self.ack_interval and self._last_batch >= self.busy_batch:
+                    # Under load, let more jobs share this ack -- at most as long as the last
+                    # ack took (cheap acks, e.g. in memory, are not worth waiting for).
+                    await asyncio.sleep(min(self.ack_interval, self._last_ack_seconds))
                 batch, self._pending = self._pending, []
-                self._in_flight = len(batch)
+                self._last_batch = self._in_flight = len(batch)
+                started = time.perf_counter()
                 try:
                     await self._ack(batch)
                 finally:
+                    self._last_ack_seconds = time.perf_counter() - started
                     self._in_flight = 0
                     self.on_acked()  # the backlog shrank: a claim loop held back by it may go on
             self._idle.set()

@@ -1,11 +1,13 @@
-"""``Worker``: claim jobs in batches sized to free slots, run them, drain cleanly on stop.
+"""``Worker``: claim jobs in batches (free slots plus a prefetch), run them, drain cleanly on stop.
 
-One claim loop per worker. It claims at most as many jobs as it has free slots
-(``concurrency``), so it never holds a job it cannot start; each claimed job runs in
-its own asyncio task (async handlers on the loop, sync ones on a bounded set of
-threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an enqueue, by the
-side thread after promoting or recovering jobs, or by a stop) with a bounded poll as a
-fallback. Heartbeats and housekeeping run on a side thread (:mod:`.sidecar`).
+One claim loop per worker. It claims as many jobs as it has free slots (``concurrency``)
+plus a prefetch bounded by measured job time (:mod:`.pacing`): prefetched jobs wait in a
+local buffer, start the moment a slot frees, and are handed back unrun at a drain. Each
+started job runs in its own asyncio task (async handlers on the loop, sync ones on a
+bounded set of threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an
+enqueue, by the side thread after promoting or recovering jobs, or by a stop) with a
+bounded poll as a fallback. Heartbeats and housekeeping run on a side thread
+(:mod:`.sidecar`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.broker import Capability, FullBroker, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError
@@ -31,6 +34,7 @@ from pqueue.router import Router
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
 from pqueue.worker.executor import Executor
 from pqueue.worker.leases import LeaseBook
+from pqueue.worker.pacing import Pacer
 from pqueue.worker.settle import Settler, WorkerCounters
 from pqueue.worker.shutdown import ShutdownSignals
 from pqueue.worker.sidecar import Sidecar
@@ -95,6 +99,9 @@ class Worker:
         self._stop_early = False
         self._stopping = False
         self._busy = 0
+        """Jobs held by this loop: running, or waiting in ``_waiting`` for a slot."""
+        self._waiting: deque[Lease] = deque()
+        self._pacer = self._new_pacer()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Event()
         self._all_done = asyncio.Event()
@@ -152,6 +159,8 @@ class Worker:
         self._loop, self._stop_event = loop, asyncio.Event()
         self._slots, self._all_done, self._wake = asyncio.Event(), asyncio.Event(), asyncio.Event()
         self._stopping, self._busy = False, 0
+        self._waiting.clear()
+        self._pacer = self._new_pacer()
         self._all_done.set()
         self._threads = HandlerThreads()
         if self._stop_early:
@@ -191,7 +200,13 @@ class Worker:
     def _assemble(self, broker: FullBroker) -> Settler:
         """Build the settler and the executor on this serve's broker."""
         settler = self._settler = Settler(
-            broker, self._book, self._middleware, self.counters, on_acked=self._slots.set
+            broker,
+            self._book,
+            self._middleware,
+            self.counters,
+            on_acked=self._slots.set,
+            ack_interval=self.settings.ack_interval,
+            busy_batch=self.settings.concurrency,
         )
         self._executor = Executor(
             broker=broker,
@@ -204,6 +219,10 @@ class Worker:
             counters=self.counters,
         )
         return settler
+
+    def _new_pacer(self) -> Pacer:
+        s = self.settings
+        return Pacer(s.concurrency, limit=s.prefetch, window=s.prefetch_window)
 
     def _info(self) -> WorkerInfo:
         from pqueue import __version__
@@ -246,19 +265,22 @@ class Worker:
     async def _claim_loop(self, broker: FullBroker) -> None:
         s = self.settings
         names = list(s.selection.names)
-        ack_cap = 4 * s.concurrency
+        ack_cap = 4 * s.concurrency + s.prefetch  # finished jobs awaiting their ack before claims pause
+        wakeup = Capability.WAKEUP in broker.capabilities
         assert self._settler is not None
         failures = 0
         while not self._stopping:
-            free = s.concurrency - self._busy
-            if free <= 0 or self._settler.backlog >= ack_cap:
+            want = self._claim_size()
+            if want <= 0 or self._settler.backlog >= ack_cap:
                 self._slots.clear()
                 await self._slots.wait()
                 await asyncio.sleep(0)  # let other finishing jobs free their slots: claim in bulk
                 continue
+            if self._settler.unsent:
+                await asyncio.sleep(0)  # acks of finished jobs go out before the next claim
             try:
                 leases = await broker.claim(
-                    s.selection.order(), worker_id=self.id, limit=free, lease_for=s.lease
+                    s.selection.order(), worker_id=self.id, limit=want, lease_for=s.lease
                 )
                 failures = 0
             except _BROKER_TROUBLE as exc:
@@ -269,8 +291,25 @@ class Worker:
                 continue
             if leases:
                 await self._start(leases)
+                await asyncio.sleep(0)  # let the new jobs start before the next claim's work
+                if len(leases) < want and wakeup:
+                    # Nothing more was due: park now rather than after an empty claim. The
+                    # broker checks for due jobs once parked, so none can slip past.
+                    await self._idle(broker, names)
             else:
                 await self._idle(broker, names)
+
+    def _claim_size(self) -> int:
+        """How many jobs to claim now; 0 means wait until slots free up.
+
+        While prefetched jobs still wait for slots, the next claim waits until it can take
+        at least half the prefetch, so claims come in bulk without the buffer running dry.
+        """
+        extra = self._pacer.extra
+        room = self.settings.concurrency + extra - self._busy
+        if self._waiting and room < max(1, extra // 2):
+            return 0
+        return room
 
     async def _start(self, leases: list[Lease]) -> None:
         assert self._settler is not None
@@ -281,12 +320,23 @@ class Worker:
         self._busy += len(leases)
         self._all_done.clear()
         self.counters.claimed += len(leases)
+        self._waiting.extend(leases)
+        self._fill_slots()
+
+    def _fill_slots(self) -> None:
+        """Start waiting jobs while slots are free (each in a task of its own)."""
+        waiting, tasks = self._waiting, self._tasks
+        free = self.settings.concurrency - len(tasks)
+        if free <= 0 or not waiting:
+            return
         create_task = asyncio.get_running_loop().create_task
-        for lease in leases:
-            self._tasks[lease.job.id] = create_task(self._job(lease))
+        for _ in range(min(free, len(waiting))):
+            lease = waiting.popleft()
+            tasks[lease.job.id] = create_task(self._job(lease))
 
     async def _job(self, lease: Lease) -> None:
         assert self._executor is not None
+        started = time.perf_counter()
         try:
             await self._executor.run(lease)
         except asyncio.CancelledError:
@@ -297,9 +347,13 @@ class Worker:
             )
             self._book.remove([lease])
         finally:
+            self._pacer.observe(time.perf_counter() - started)
             self._tasks.pop(lease.job.id, None)
             self._busy -= 1
-            self._slots.set()
+            if not self._stopping:
+                self._fill_slots()
+            if self._claim_size() > 0:
+                self._slots.set()
             if self._busy == 0:
                 self._all_done.set()
 
@@ -335,6 +389,7 @@ class Worker:
         self._wake.set()
         self._slots.set()
         await asyncio.wait({claimer})
+        await self._release_waiting()
         if self._busy:
             log.info(
                 "draining: waiting up to %gs for %d running job(s)",
@@ -348,6 +403,17 @@ class Worker:
         await self._settler.close()
         if not claimer.cancelled() and claimer.exception() is not None:
             raise claimer.exception()  # type: ignore[misc]  # a bug in the claim loop: report it after the drain
+
+    async def _release_waiting(self) -> None:
+        """Hand back the prefetched jobs that never started (no attempt burnt)."""
+        assert self._settler is not None
+        leases = list(self._waiting)
+        self._waiting.clear()
+        if leases:
+            await self._settler.release(leases, reason="worker stopping")
+            self._busy -= len(leases)
+            if self._busy == 0:
+                self._all_done.set()
 
     async def _abort_running(self) -> None:
         """Hand back every job still in its handler (no attempt burnt), then stop the handlers."""

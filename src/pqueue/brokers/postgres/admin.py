@@ -25,7 +25,7 @@ class PostgresAdmin(BrokerCore):
     async def get_job(self, job_id: str) -> Job:
         if not is_job_id(job_id):
             raise JobNotFound(f"no job with id {job_id!r}")
-        rows = await self.db.fetch(self._q["get_job"], {"id": job_id}, prepare=False)
+        rows = await self.db.rows(self._q["get_job"], {"id": job_id}, prepare=False)
         if not rows:
             raise JobNotFound(f"no job with id {job_id!r}")
         return row_to_job(rows[0])
@@ -47,7 +47,7 @@ class PostgresAdmin(BrokerCore):
         if limit < 1 or offset < 0:
             raise ValueError("list_jobs: limit must be >= 1 and offset >= 0")
         params = {"status": JobStatus(status).value, "queue": queue, "limit": limit, "offset": offset}
-        rows = await self.db.fetch(self._q["list_jobs"], params, prepare=False)
+        rows = await self.db.rows(self._q["list_jobs"], params, prepare=False)
         jobs = tuple(row_to_job(row) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
 

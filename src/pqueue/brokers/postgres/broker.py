@@ -14,19 +14,43 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
+from psycopg import errors as pg_errors
+
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.admin import PostgresAdmin
-from pqueue.brokers.postgres.codec import EnqueueBatch, lease_arrays, lease_token, row_to_lease
+from pqueue.brokers.postgres.codec import (
+    JOB_COLUMNS,
+    EnqueueBatch,
+    PlainBatch,
+    lease_arrays,
+    lease_token,
+    one_params,
+    row_to_lease,
+)
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.core import settled
 from pqueue.clock import Clock
-from pqueue.errors import CorruptJob
+from pqueue.errors import BrokerError, CorruptJob
 from pqueue.ids import is_job_id
 from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lease
 
 LISTEN_START_TIMEOUT = 5.0
 """Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
+
+
+def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Claimed rows in queue order (pos), then by (run_at, seq) as within a queue."""
+    return (row[0], row[_RUN_AT], row[1])
+
+
+_RUN_AT = 4 + JOB_COLUMNS.index("run_at")
+
+
+def _id_taken(exc: BrokerError) -> bool:
+    """Whether an optimistic insert failed because a job id already exists."""
+    cause = exc.__cause__
+    return isinstance(cause, pg_errors.UniqueViolation) and cause.diag.constraint_name == "jobs_pkey"
 
 
 def _text(value: str) -> str:
@@ -60,9 +84,35 @@ class PostgresBroker(PostgresAdmin):
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         if not specs:
             return []
+        if len(specs) == 1 and specs[0].unique_key is None:
+            return [await self._enqueue_one(specs[0])]
+        plain = PlainBatch.of(specs)
+        if plain is not None:
+            return await self._enqueue_plain(plain)
         batch = EnqueueBatch.of(specs)
         rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
         return batch.results(rows)
+
+    async def _enqueue_one(self, spec: JobSpec) -> EnqueueResult:
+        """One job without a unique key: a lighter statement than the batch one."""
+        [(created, _)] = await self.db.rows(self._q["enqueue_one"], self._params(**one_params(spec)))
+        return EnqueueResult(spec.id, bool(created))
+
+    async def _enqueue_plain(self, plain: PlainBatch) -> list[EnqueueResult]:
+        """A batch without unique keys or repeated ids (ADR 0041): ``enqueue_same`` when the
+        jobs differ only in payload, optimistically; ``enqueue_plain`` otherwise, or when an
+        id turned out to exist."""
+        if plain.same:
+            try:
+                params = self._params(**plain.same_params())
+                [(created, _)] = await self.db.rows(self._q["enqueue_same"], params)
+                return plain.results(created, None)
+            except BrokerError as exc:
+                if not _id_taken(exc):
+                    raise
+        params = self._params(**plain.plain_params())
+        [(created, created_ids, _)] = await self.db.rows(self._q["enqueue_plain"], params)
+        return plain.results(created, created_ids)
 
     async def enqueue_in(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         """Enqueue on the caller's open transaction (psycopg ``AsyncConnection`` or SQLAlchemy
@@ -80,20 +130,20 @@ class PostgresBroker(PostgresAdmin):
         if limit < 1 or not queues:
             return []
         params = self._params(queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id)
-        rows = await self.db.fetch(self._q["claim"], params)
-        rows.sort(key=lambda row: (row["pos"], row["run_at"], row["seq"]))
+        rows = await self.db.rows(self._q["claim"], params)
+        rows.sort(key=_claim_order)
         leases: list[Lease] = []
-        for row in rows:
+        for _, _, token, expires_at, *job in rows:
             try:
-                leases.append(row_to_lease(row))
+                leases.append(row_to_lease(token, expires_at, job))
             except CorruptJob as exc:
-                await self._bury(row, exc)
+                await self._bury(job[0], token, exc)
         return leases
 
-    async def _bury(self, row: dict[str, Any], exc: CorruptJob) -> None:
+    async def _bury(self, job_id: object, token: int, exc: CorruptJob) -> None:
         """Dead-letter a claimed row that cannot be decoded, so it cannot crash-loop workers."""
         error = ErrorInfo("CorruptJob", str(exc))
-        await self.db.rows(self._q["fail"], self._fail_params(row["id"], row["lease_token"], error, None))
+        await self.db.rows(self._q["fail"], self._fail_params(job_id, token, error, None))
 
     async def ack(
         self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
@@ -103,8 +153,11 @@ class PostgresBroker(PostgresAdmin):
         if results_json is not None and len(results_json) != len(leases):
             raise ValueError(f"ack: {len(results_json)} results for {len(leases)} leases")
         ids, tokens = lease_arrays(leases)
-        results = list(results_json) if results_json is not None else [None] * len(leases)
-        rows = await self.db.rows(self._q["ack"], self._params(id=ids, token=tokens, result=results))
+        if results_json is None:
+            rows = await self.db.rows(self._q["ack"], self._params(id=ids, token=tokens))
+        else:
+            params = self._params(id=ids, token=tokens, result=list(results_json))
+            rows = await self.db.rows(self._q["ack_results"], params)
         return settled(leases, rows)
 
     async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:

@@ -1,7 +1,9 @@
 """Rows of the jobs and workers tables to pqueue objects, and specs to enqueue arrays.
 
-A row that cannot be decoded raises :class:`~pqueue.errors.CorruptJob` naming the job,
-never a bare ``KeyError``/``TypeError`` deep inside a worker.
+Job rows come as tuples in :data:`JOB_COLUMNS` order (queries select ``{job_columns}``):
+decoding by position is the claim path's hottest Python. A row that cannot be decoded
+raises :class:`~pqueue.errors.CorruptJob` naming the job, never a bare
+``KeyError``/``TypeError`` deep inside a worker.
 """
 
 from __future__ import annotations
@@ -15,18 +17,46 @@ from typing import Any
 from pqueue.broker import WorkerInfo
 from pqueue.errors import CorruptJob
 from pqueue.ids import is_job_id
-from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.job import NO_META, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 
 Row = Mapping[str, Any]
 
 _EMPTY_META = "{}"
 
+JOB_COLUMNS = (
+    "id",
+    "type",
+    "queue",
+    "payload",
+    "status",
+    "attempt",
+    "max_retries",
+    "recoveries",
+    "max_recoveries",
+    "run_at",
+    "created_at",
+    "timeout",
+    "unique_key",
+    "idempotency_key",
+    "started_at",
+    "finished_at",
+    "errors",
+    "result",
+    "meta",
+)
+"""The columns a :class:`Job` is read from, in the order :func:`row_to_job` expects them."""
+
+_STATUSES = {status.value: status for status in JobStatus}
+
 
 def _utc(value: datetime | None) -> datetime | None:
+    # Broker sessions run in UTC, so this is the identity unless someone changed that.
     return None if value is None else value.astimezone(UTC)
 
 
-def _meta(value: object) -> dict[str, str]:
+def _meta(value: object) -> Mapping[str, str]:
+    if not value and isinstance(value, dict):
+        return NO_META
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
@@ -37,44 +67,46 @@ def _meta(value: object) -> dict[str, str]:
 def _errors(value: object) -> tuple[ErrorInfo, ...]:
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
         raise TypeError(f"errors must be a list of objects, got {value!r}")
-    return tuple(ErrorInfo.from_dict(e) for e in value)
+    return tuple(ErrorInfo.from_dict(e) for e in value) if value else ()
 
 
-def row_to_job(row: Row) -> Job:
-    """Decode one jobs row (payload/meta/errors/result already parsed by psycopg)."""
-    job_id = row.get("id")
+def row_to_job(row: Sequence[Any]) -> Job:
+    """Decode one jobs row in :data:`JOB_COLUMNS` order (JSON columns already parsed)."""
     try:
+        (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
+         run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
+         result, meta) = row  # fmt: skip
         return Job(
-            id=str(job_id),
-            type=row["type"],
-            queue=row["queue"],
-            payload=row["payload"],
-            status=JobStatus(row["status"]),
-            attempt=int(row["attempt"]),
-            max_retries=int(row["max_retries"]),
-            recoveries=int(row["recoveries"]),
-            max_recoveries=int(row["max_recoveries"]),
-            run_at=row["run_at"].astimezone(UTC),
-            created_at=row["created_at"].astimezone(UTC),
-            timeout=row["timeout"],
-            unique_key=row["unique_key"],
-            idempotency_key=row["idempotency_key"],
-            started_at=_utc(row["started_at"]),
-            finished_at=_utc(row["finished_at"]),
-            errors=_errors(row["errors"]),
-            result=row["result"],
-            meta=_meta(row["meta"]),
+            str(job_id),
+            job_type,
+            queue,
+            payload,
+            _STATUSES[status],
+            attempt,
+            max_retries,
+            recoveries,
+            max_recoveries,
+            run_at.astimezone(UTC),
+            created_at.astimezone(UTC),
+            timeout,
+            unique_key,
+            idempotency_key,
+            _utc(started_at),
+            _utc(finished_at),
+            _errors(errors),
+            result,
+            _meta(meta),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CorruptJob(f"job {job_id} in Postgres cannot be decoded: {exc}") from exc
+        raise CorruptJob(f"job {row[0] if row else None} in Postgres cannot be decoded: {exc}") from exc
 
 
-def row_to_lease(row: Row) -> Lease:
-    """Decode a claimed row into the lease a worker holds."""
+def row_to_lease(token: object, expires_at: Any, row: Sequence[Any]) -> Lease:
+    """Decode a claimed row (its lease token and expiry, then the job's columns)."""
     job = row_to_job(row)
     try:
-        return Lease(job, str(row["lease_token"]), row["lease_expires_at"].timestamp())
-    except (KeyError, AttributeError) as exc:
+        return Lease(job, str(token), expires_at.timestamp())
+    except AttributeError as exc:
         raise CorruptJob(f"job {job.id} was claimed without a lease: {exc}") from exc
 
 
@@ -107,6 +139,97 @@ def lease_arrays(leases: Sequence[Lease]) -> tuple[list[str], list[int | None]]:
 
 
 _NIL = "00000000-0000-0000-0000-000000000000"
+
+
+def one_params(spec: JobSpec) -> dict[str, Any]:
+    """The parameters of the ``enqueue_one`` query (a spec without a unique key)."""
+    return {"id": spec.id, "payload": spec.payload_json, **_options(spec)}
+
+
+@dataclass(frozen=True, slots=True)
+class PlainBatch:
+    """A batch with distinct ids and no unique keys: the query to store it and its parameters.
+
+    ``enqueue_same`` when the jobs differ only in id and payload (their shared options go
+    as scalars: two arrays to send instead of eleven), else ``enqueue_plain``.
+    """
+
+    specs: Sequence[JobSpec]
+    ids: list[str]
+    same: bool
+    """All jobs differ only in id and payload: ``enqueue_same`` can store them."""
+
+    @classmethod
+    def of(cls, specs: Sequence[JobSpec]) -> PlainBatch | None:
+        """The batch, or None when it needs the general statement (unique keys, repeated ids)."""
+        ids = [spec.id for spec in specs]
+        if len(set(ids)) != len(ids) or any(spec.unique_key is not None for spec in specs):
+            return None
+        first = specs[0]
+        return cls(specs, ids, all(_same_options(s, first) for s in specs))
+
+    def same_params(self) -> dict[str, Any]:
+        """The parameters of ``enqueue_same``: the ids and payloads, and the shared options."""
+        payloads = [s.payload_json for s in self.specs]
+        return {"id": self.ids, "payload": payloads, **_options(self.specs[0])}
+
+    def plain_params(self) -> dict[str, list[Any]]:
+        """The parameters of ``enqueue_plain``: one array per column."""
+        specs = self.specs
+        return {
+            "id": self.ids,
+            "queue": [s.queue for s in specs],
+            "type": [s.type for s in specs],
+            "payload": [s.payload_json for s in specs],
+            "at_epoch": [s.run_at for s in specs],
+            "delay": [s.delay for s in specs],
+            "max_retries": [s.max_retries for s in specs],
+            "max_recoveries": [s.max_recoveries for s in specs],
+            "timeout": [s.timeout for s in specs],
+            "idempotency_key": [s.idempotency_key for s in specs],
+            "meta": [_meta_json(s) for s in specs],
+        }
+
+    def results(self, created: int, created_ids: Sequence[str] | None) -> list[EnqueueResult]:
+        """One result per spec: created, unless its id already existed."""
+        if created == len(self.ids):
+            return [EnqueueResult(job_id, True) for job_id in self.ids]
+        made = set(created_ids or ())
+        return [EnqueueResult(job_id, job_id in made) for job_id in self.ids]
+
+
+def _same_options(spec: JobSpec, first: JobSpec) -> bool:
+    """Whether two specs differ at most in id and payload (unique keys are None here)."""
+    return (
+        spec.queue == first.queue
+        and spec.type == first.type
+        and spec.run_at == first.run_at
+        and spec.delay == first.delay
+        and spec.max_retries == first.max_retries
+        and spec.max_recoveries == first.max_recoveries
+        and spec.timeout == first.timeout
+        and spec.idempotency_key == first.idempotency_key
+        and (spec.meta is first.meta or spec.meta == first.meta)
+    )
+
+
+def _options(spec: JobSpec) -> dict[str, Any]:
+    """A spec's options besides id, payload and unique key, as query parameters."""
+    return {
+        "queue": spec.queue,
+        "type": spec.type,
+        "at_epoch": spec.run_at,
+        "delay": spec.delay,
+        "max_retries": spec.max_retries,
+        "max_recoveries": spec.max_recoveries,
+        "timeout": spec.timeout,
+        "idempotency_key": spec.idempotency_key,
+        "meta": _meta_json(spec),
+    }
+
+
+def _meta_json(spec: JobSpec) -> str:
+    return json.dumps(dict(spec.meta)) if spec.meta else _EMPTY_META
 
 
 @dataclass(slots=True)
@@ -154,7 +277,7 @@ class EnqueueBatch:
         c["unique_key"].append(spec.unique_key)
         c["unique_for"].append(spec.unique_for)
         c["idempotency_key"].append(spec.idempotency_key)
-        c["meta"].append(json.dumps(dict(spec.meta)) if spec.meta else _EMPTY_META)
+        c["meta"].append(_meta_json(spec))
 
     def results(self, rows: Sequence[Sequence[Any]]) -> list[EnqueueResult]:
         """Map the query's rows (id, holder, created) back onto every spec, in order."""

@@ -17,6 +17,7 @@ from typing import LiteralString
 
 from psycopg import sql
 
+from pqueue.brokers.postgres.codec import JOB_COLUMNS
 from pqueue.errors import ConfigError
 
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
@@ -26,6 +27,7 @@ _NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
+JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in JOB_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,7 @@ def render(text: str, schema: str) -> LiteralString:
         "{channel}": sql.Literal(channel).as_string(),
         "{listen_channel}": sql.Identifier(channel).as_string(),
         "{now}": NOW_EXPRESSION,
+        "{job_columns}": JOB_COLUMNS_EXPRESSION,
     }
     for placeholder, value in values.items():
         text = text.replace(placeholder, value)

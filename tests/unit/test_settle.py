@@ -1,0 +1,78 @@
+"""The acker: one ack call per batch, lingering for more jobs only under load."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from pqueue.ids import new_id
+from pqueue.job import Job, JobStatus, Lease
+from pqueue.middleware import MiddlewareChain
+from pqueue.worker.leases import LeaseBook
+from pqueue.worker.settle import Settler, WorkerCounters
+
+
+class RecordingBroker:
+    """Only what the acker calls: ``ack``, recording each batch's size; a call takes ``rtt``."""
+
+    def __init__(self, rtt: float = 0.0) -> None:
+        self.rtt = rtt
+        self.batches: list[int] = []
+
+    async def ack(self, leases: list[Lease], results_json: Any = None) -> list[bool]:
+        self.batches.append(len(leases))
+        await asyncio.sleep(self.rtt)
+        return [True] * len(leases)
+
+
+def _lease() -> Lease:
+    now = datetime.now(UTC)
+    job = Job(new_id(), "t", "default", None, JobStatus.ACTIVE, 1, 3, 0, 5, now, now)
+    return Lease(job, "1", 0.0)
+
+
+async def _settler(broker: RecordingBroker, *, ack_interval: float, busy_batch: int) -> Settler:
+    settler = Settler(
+        broker,  # type: ignore[arg-type]
+        LeaseBook(),
+        MiddlewareChain(),
+        WorkerCounters(),
+        ack_interval=ack_interval,
+        busy_batch=busy_batch,
+    )
+    settler.start()
+    return settler
+
+
+async def test_a_lone_job_is_acked_at_once_whatever_the_interval() -> None:
+    broker = RecordingBroker()
+    settler = await _settler(broker, ack_interval=30.0, busy_batch=3)
+    settler.complete(_lease(), None, 0.0)
+    await asyncio.wait_for(settler.close(), 5)  # would wait 30 s if the acker lingered
+    assert broker.batches == [1]
+
+
+async def test_under_load_the_acker_lingers_so_more_jobs_share_an_ack() -> None:
+    broker = RecordingBroker(rtt=0.2)
+    settler = await _settler(broker, ack_interval=1.0, busy_batch=3)
+    for _ in range(3):
+        settler.complete(_lease(), None, 0.0)
+    await asyncio.sleep(0.3)  # the first batch (3 jobs: load) is acked at once
+    settler.complete(_lease(), None, 0.0)
+    await asyncio.sleep(0.02)  # the acker lingers (as long as the last ack took: 0.2 s) ...
+    settler.complete(_lease(), None, 0.0)
+    settler.complete(_lease(), None, 0.0)
+    await settler.close()
+    assert broker.batches == [3, 3] and settler.counters.completed == 6  # ... so these shared one
+
+
+async def test_cheap_acks_are_not_waited_for() -> None:
+    broker = RecordingBroker(rtt=0.0)
+    settler = await _settler(broker, ack_interval=30.0, busy_batch=3)
+    for _ in range(3):
+        settler.complete(_lease(), None, 0.0)
+    await asyncio.sleep(0.01)
+    settler.complete(_lease(), None, 0.0)
+    await asyncio.wait_for(settler.close(), 5)  # would wait 30 s if the acker lingered
+    assert broker.batches == [3, 1]
