@@ -17,7 +17,7 @@ import time
 _random = random.Random(os.urandom(32))
 # A forked child must not replay its parent's random stream (ids would collide).
 os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 
 
 class _Sequencer:

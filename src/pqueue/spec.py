@@ -28,12 +28,12 @@ MAX_META_ENTRIES = 32
 MAX_COUNT = 10_000
 """Upper bound for max_retries and max_recoveries (storage uses 32-bit integers)."""
 
-QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 """Queue names: letters, digits, ``_ . -``; no ``{ } :`` so Redis keys stay well-formed."""
-JOB_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-/]{0,127}$")
-KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
+JOB_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-/]{0,127}\Z")
+KEY_RE = re.compile(r"^[\x21-\x7e]{1,200}\Z")
 """Unique and idempotency keys: 1-200 printable ASCII characters, no spaces."""
-META_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+META_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}\Z")
 
 
 def _refuse(value: object) -> object:

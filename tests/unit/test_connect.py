@@ -56,3 +56,26 @@ def test_errors_never_echo_passwords() -> None:
     with pytest.raises(ConfigError) as info:
         pqueue.connect("mysql://app:hunter2@db/x")
     assert "hunter2" not in str(info.value)
+    assert redact("postgresql://db/x?password=hunter2&sslmode=require") == (
+        "postgresql://db/x?password=***&sslmode=require"
+    )
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    ["redis://[::1", "redis://h:99999/0", "postgresql://[bad/db", "memory://[x", "postgres://u:pw@h:port/db"],
+)
+def test_a_malformed_dsn_is_a_config_error(dsn: str) -> None:
+    with pytest.raises(ConfigError, match="malformed DSN") as info:
+        pqueue.connect(dsn)
+    assert "pw@" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    ["memory://x?retention=nan", "postgresql://h/db?retention=nan", "postgresql://h/db?pool_timeout=inf",
+     "redis://h/0?retention=inf"],
+)  # fmt: skip
+def test_options_must_be_finite_numbers(dsn: str) -> None:
+    with pytest.raises(ConfigError, match="finite"):
+        pqueue.connect(dsn)

@@ -62,3 +62,16 @@ def test_explicit_job_id_is_kept() -> None:
 def test_bad_options(kwargs: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):
         build_spec("t", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"queue": "default\n"}, {"idempotency_key": "key\n"}, {"unique_key": "key\n", "unique_for": 5},
+     {"meta": {"trace\n": "v"}}, {"job_id": build_spec("t").id + "\n"}],
+)  # fmt: skip
+def test_a_trailing_newline_is_not_a_valid_name(kwargs: dict[str, object]) -> None:
+    with pytest.raises((InvalidName, InvalidOption)):
+        build_spec("t", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidName):
+        build_spec("email:welcome\n")
+    assert not is_job_id(build_spec("t").id + "\n")

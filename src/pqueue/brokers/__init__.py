@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 from typing import Any, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pqueue.broker import FullBroker
 from pqueue.clock import Clock
@@ -30,16 +30,35 @@ _BUILTIN: dict[str, tuple[str, str]] = {
 """scheme -> (import target, the pip extra that provides its driver)."""
 
 
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+"""Query parameters that carry secrets (libpq accepts ``?password=``)."""
+
+
 def redact(dsn: str) -> str:
-    """The DSN with any password replaced by ``***``, safe for logs and error messages."""
+    """The DSN with any password (in the netloc or a query parameter) replaced by ``***``,
+    safe for logs and error messages."""
     try:
         parts = urlsplit(dsn)
+        password = parts.password
     except ValueError:
         return "<unparseable DSN>"
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    if password is not None:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(key.lower() in SECRET_PARAMETERS for key, _ in query):
+        masked = [(k, "***" if k.lower() in SECRET_PARAMETERS else v) for k, v in query]
+        parts = parts._replace(query=urlencode(masked, safe="*"))
+    return urlunsplit(parts)
+
+
+def split_dsn(dsn: str) -> SplitResult:
+    """``urlsplit(dsn)`` with its host and port checked; a malformed DSN is a ConfigError."""
+    try:
+        parts = urlsplit(dsn)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ConfigError(f"malformed DSN {redact(dsn)!r}: {exc}") from exc
+    return parts
 
 
 def known_schemes() -> list[str]:

@@ -9,11 +9,13 @@ survives the process.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Sequence
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from pqueue.broker import Capability, IdempotencyState, JobPage, QueueCounts, RecoveryReport, WorkerInfo
+from pqueue.brokers import split_dsn
 from pqueue.brokers.memory.store import MemoryStore
 from pqueue.clock import Clock, SystemClock
 from pqueue.errors import ConfigError
@@ -51,8 +53,8 @@ class MemoryBroker:
     def __init__(
         self, name: str = "default", *, clock: Clock | None = None, retention: float = DEFAULT_RETENTION
     ) -> None:
-        if retention < 0:
-            raise ConfigError("memory broker: retention must be >= 0 seconds")
+        if not math.isfinite(retention) or retention < 0:
+            raise ConfigError(f"memory broker: retention must be a finite number >= 0, got {retention}")
         self.name = name
         self._store = _store_for(name, clock, retention)
         self._waiters = self._store.waiters
@@ -60,7 +62,7 @@ class MemoryBroker:
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> MemoryBroker:
         """``memory://[name][?retention=SECONDS]``."""
-        parts = urlsplit(dsn)
+        parts = split_dsn(dsn)
         if parts.scheme != "memory":
             raise ConfigError(f"not a memory DSN: {dsn!r}")
         name = (parts.netloc + parts.path).strip("/") or "default"

@@ -7,11 +7,12 @@ connect_timeout, application_name, ...) goes to libpq untouched.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-from pqueue.brokers import redact
+from pqueue.brokers import redact, split_dsn
 from pqueue.brokers.postgres.sql import validate_schema
 from pqueue.errors import ConfigError
 
@@ -47,7 +48,7 @@ class PostgresConfig:
     @classmethod
     def from_url(cls, dsn: str, options: Mapping[str, object] | None = None) -> PostgresConfig:
         """Parse ``postgresql://...?schema=...&retention=...``; ``options`` override the DSN."""
-        parts = urlsplit(dsn)
+        parts = split_dsn(dsn)
         if parts.scheme not in _SCHEMES:
             raise ConfigError(f"not a Postgres DSN: {redact(dsn)!r} (use postgresql://...)")
         ours: dict[str, object] = {}
@@ -94,6 +95,9 @@ def _flag(name: str, value: object) -> bool:
 
 def _number(name: str, value: object, kind: type[float] | type[int]) -> float | int:
     try:
-        return kind(str(value))
+        number = kind(str(value))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"postgres broker: {name} must be a number, got {value!r}") from exc
+    if not math.isfinite(number):
+        raise ConfigError(f"postgres broker: {name} must be a finite number, got {value!r}")
+    return number

@@ -20,11 +20,11 @@ from psycopg import sql
 from pqueue.brokers.postgres.codec import JOB_COLUMNS
 from pqueue.errors import ConfigError
 
-SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}\Z")
 """Schema names pqueue accepts: lower-case identifiers short enough to name a channel."""
 
 _NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
-_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
 JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in JOB_COLUMNS)

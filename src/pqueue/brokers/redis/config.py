@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlunsplit
 
+from pqueue.brokers import split_dsn
 from pqueue.brokers.redis.keys import DEFAULT_PREFIX, validate_prefix
 from pqueue.errors import ConfigError
 
@@ -35,7 +36,7 @@ class RedisOptions:
     @classmethod
     def parse(cls, dsn: str, overrides: Mapping[str, object]) -> RedisOptions:
         """Split ``dsn`` into redis-py's URL and pqueue's options; ``overrides`` win."""
-        parts = urlsplit(dsn)
+        parts = split_dsn(dsn)
         if parts.scheme not in ("redis", "rediss"):
             raise ConfigError(f"not a redis DSN: expected redis:// or rediss://, got {parts.scheme!r}")
         query = parse_qsl(parts.query, keep_blank_values=True)

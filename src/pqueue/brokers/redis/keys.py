@@ -18,7 +18,7 @@ from pqueue.errors import ConfigError
 
 DEFAULT_PREFIX = "pqueue"
 
-_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.\-]+(:[A-Za-z0-9_.\-]+)*$")
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.\-]+(:[A-Za-z0-9_.\-]+)*\Z")
 
 
 def validate_prefix(prefix: str) -> str:
