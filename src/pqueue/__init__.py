@@ -79,6 +79,7 @@ __all__ = [
     "PayloadTooLarge",
     "InvalidName",
     "InvalidOption",
+    "InvalidRequest",
     "JobNotFound",
     "LeaseLost",
     "BrokerError",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from pqueue.errors import InvalidRequest
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 
 
@@ -73,6 +74,19 @@ class JobPage:
 
     jobs: tuple[Job, ...]
     next_offset: int | None
+
+
+def page_request(status: JobStatus | str, limit: int, offset: int) -> JobStatus:
+    """Check the arguments of :meth:`Inspector.list_jobs` (same rule on every backend)."""
+    try:
+        status = JobStatus(status)
+    except ValueError:
+        known = ", ".join(s.value for s in JobStatus)
+        raise InvalidRequest(f"list_jobs: unknown status {status!r}; known: {known}") from None
+    for name, value, least in (("limit", limit, 1), ("offset", offset, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise InvalidRequest(f"list_jobs: {name} must be an integer >= {least}, got {value!r}")
+    return status
 
 
 QueueCounts = Mapping[str, Mapping[JobStatus, int]]

@@ -41,6 +41,10 @@ class InvalidOption(InvalidJob):
     """An enqueue option is out of range (a negative delay, a zero TTL, ...)."""
 
 
+class InvalidRequest(PQueueError, ValueError):
+    """An inspect or admin call got an argument out of range (a bad status, page size or offset)."""
+
+
 class JobNotFound(PQueueError, LookupError):
     """No job with this id exists (it never did, or it was pruned)."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
@@ -214,3 +214,32 @@ class EnqueueResult:
 
     id: str
     created: bool
+
+
+UNREADABLE_TYPE = "pqueue:unreadable"
+"""The ``type`` of :func:`unreadable_job` stand-ins."""
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+def unreadable_job(job_id: str, queue: str, status: JobStatus, problem: Exception) -> Job:
+    """A stand-in for a stored job that cannot be decoded, for admin listings.
+
+    One malformed record must not make a whole page of dead jobs unreadable: the listing
+    shows this stand-in (type :data:`UNREADABLE_TYPE`, no payload, the decoding problem as
+    its last error) so the job can still be found, requeued or purged by id.
+    """
+    return Job(
+        id=job_id,
+        type=UNREADABLE_TYPE,
+        queue=queue,
+        payload=None,
+        status=status,
+        attempt=0,
+        max_retries=0,
+        recoveries=0,
+        max_recoveries=0,
+        run_at=_EPOCH,
+        created_at=_EPOCH,
+        errors=(ErrorInfo(type(problem).__name__, str(problem)),),
+    )

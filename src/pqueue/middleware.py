@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pqueue.job import EnqueueResult, Job, JobSpec
+from pqueue.spec import recheck_spec
 
 log = logging.getLogger("pqueue.middleware")
 
@@ -90,10 +91,13 @@ class MiddlewareChain:
         self.wants_jobs = bool(self._before_job or self._on_error or self._after_job)
 
     def before_enqueue(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
+        """The specs as the hooks leave them; any spec a hook replaced is checked again."""
+        if not self._before_enqueue:
+            return list(specs)
         out = list(specs)
         for m in self._before_enqueue:
             out = [m.before_enqueue(spec) for spec in out]
-        return out
+        return [new if new is old else recheck_spec(new) for new, old in zip(out, specs, strict=True)]
 
     def after_enqueue(self, specs: Sequence[JobSpec], results: Sequence[EnqueueResult]) -> None:
         for m in self._after_enqueue:

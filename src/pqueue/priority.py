@@ -13,7 +13,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pqueue.errors import ConfigError
+from pqueue.errors import ConfigError, InvalidName
 from pqueue.spec import validate_queue_name
 
 QueuesArg = Mapping[str, int] | Sequence[str] | str
@@ -42,7 +42,10 @@ class QueueSelection:
             raise ConfigError("queues: name at least one queue")
         seen: set[str] = set()
         for name, weight in items:
-            validate_queue_name(name)
+            try:
+                validate_queue_name(name)
+            except InvalidName as exc:  # a setting, not a job refused at enqueue
+                raise ConfigError(f"queues: {exc}") from None
             if name in seen:
                 raise ConfigError(f"queues: {name!r} is listed twice")
             seen.add(name)

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
 from pqueue.clock import to_epoch
@@ -211,6 +211,36 @@ def build_spec(
         unique_for=unique_seconds,
         idempotency_key=None if idempotency_key is None else _key("idempotency_key", idempotency_key),
         meta=_meta(meta) if meta else NO_META,
+    )
+
+
+def recheck_spec(spec: object) -> JobSpec:
+    """Validate a spec changed after :func:`build_spec` (enqueue middleware may replace
+    one): the same checks, so a hook cannot store a job that enqueue would refuse."""
+    if not isinstance(spec, JobSpec):
+        raise InvalidOption(f"enqueue middleware must return a JobSpec, got {type(spec).__name__}")
+    try:
+        payload = json.loads(spec.payload_json)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidPayload(f"payload_json of job {spec.id} is not JSON text: {exc}") from exc
+    try:
+        run_at = None if spec.run_at is None else datetime.fromtimestamp(spec.run_at, UTC)
+    except (TypeError, ValueError, OverflowError, OSError) as exc:
+        raise InvalidOption(f"run_at of job {spec.id} is not an epoch time: {exc}") from exc
+    return build_spec(
+        spec.type,
+        payload,
+        queue=spec.queue,
+        delay=spec.delay,
+        run_at=run_at,
+        max_retries=spec.max_retries,
+        max_recoveries=spec.max_recoveries,
+        timeout=spec.timeout,
+        unique_for=spec.unique_for,
+        unique_key=spec.unique_key,
+        idempotency_key=spec.idempotency_key,
+        meta=spec.meta,
+        job_id=spec.id,
     )
 
 

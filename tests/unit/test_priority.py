@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from pqueue.errors import ConfigError, InvalidName
+from pqueue.errors import ConfigError
 from pqueue.priority import QueueSelection
 
 
@@ -49,7 +49,8 @@ def test_every_order_names_every_queue_once() -> None:
 @pytest.mark.parametrize(
     ("queues", "error"),
     [({}, ConfigError), ("", ConfigError), ({"a": 0}, ConfigError), ("a:x", ConfigError),
-     (["a", "a"], ConfigError), ({"bad name": 1}, InvalidName), ({"a": True}, ConfigError)],
+     (["a", "a"], ConfigError), ({"bad name": 1}, ConfigError), (["default\n"], ConfigError),
+     ({"a": True}, ConfigError)],
 )  # fmt: skip
 def test_bad_selections_are_refused(queues: object, error: type[Exception]) -> None:
     with pytest.raises(error):

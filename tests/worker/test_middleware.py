@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from pqueue import AsyncClient, Job, JobReport, JobSpec, Middleware, Outcome, Router, SkipRetry
+from pqueue import AsyncClient, InvalidJob, Job, JobReport, JobSpec, Middleware, Outcome, Router, SkipRetry
 from pqueue.clock import ManualClock
 from pqueue.job import EnqueueResult
 from tests.worker.conftest import MakeWorker, running, settled
@@ -101,3 +101,21 @@ async def test_every_settled_job_is_logged_with_structured_fields(
     assert (done.outcome, done.levelno) == (str(Outcome.COMPLETED), logging.INFO)  # type: ignore[attr-defined]
     assert (dead.outcome, dead.levelno) == (str(Outcome.DEAD), logging.ERROR)  # type: ignore[attr-defined]
     assert dead.error == "ValueError: broken input"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"queue": "bad{q}:x y"}, {"payload_json": "not json"}, {"type": "no spaces allowed"},
+     {"meta": {"bad key": "v"}}, {"max_retries": -1}],
+)  # fmt: skip
+async def test_a_spec_replaced_by_enqueue_middleware_is_checked_again(
+    backend_dsn: str, clock: ManualClock, client: AsyncClient, change: dict[str, object]
+) -> None:
+    class Mangler(Middleware):
+        def before_enqueue(self, spec: JobSpec) -> JobSpec:
+            return dataclasses.replace(spec, **change)  # type: ignore[arg-type]
+
+    async with AsyncClient(backend_dsn, clock=clock, middleware=[Mangler()]) as mangled:
+        with pytest.raises(InvalidJob):
+            await mangled.enqueue("ok", {"a": 1})
+    assert sum((await client.stats()).totals.values()) == 0  # nothing was stored

@@ -151,7 +151,7 @@ class Executor:
             return None
         try:
             text = _encoder.encode(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             log.warning(
                 "job %s (%s) returned a value JSON cannot hold (%s); result not stored", job.id, job.type, exc
             )

@@ -283,10 +283,13 @@ class Worker:
                     s.selection.order(), worker_id=self.id, limit=want, lease_for=s.lease
                 )
                 failures = 0
-            except _BROKER_TROUBLE as exc:
+            except Exception as exc:  # no claim failure may end the worker
                 failures += 1
                 delay = min(5.0, 0.1 * 2**failures)
-                log.warning("claim failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+                if isinstance(exc, _BROKER_TROUBLE):
+                    log.warning("claim failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
+                else:  # a bug or something unforeseen in storage: say so loudly, keep going
+                    log.exception("claim failed unexpectedly; retrying in %.1fs", delay)
                 await self._pause(delay)
                 continue
             if leases:

@@ -8,7 +8,7 @@ from psycopg import sql
 
 from pqueue.clock import ManualClock
 from pqueue.errors import CorruptJob
-from pqueue.job import ErrorInfo, JobStatus
+from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
 from pqueue.spec import build_spec
 from tests.integration.postgres.conftest import OpenPg
 
@@ -19,12 +19,15 @@ def _execute(pg_url: str, schema: str, template: str, *args: object) -> list[tup
         return cur.fetchall() if cur.description else []
 
 
+@pytest.mark.parametrize(
+    ("column", "value"), [("meta", "[1]"), ("payload", "[" * 5000 + "]" * 5000)], ids=["meta", "too-deep"]
+)
 async def test_a_corrupt_row_is_reported_and_dead_lettered(
-    open_pg: OpenPg, pg_url: str, schema_name: str
+    open_pg: OpenPg, pg_url: str, schema_name: str, column: str, value: str
 ) -> None:
     broker = await open_pg()
     bad, good = (r.id for r in await broker.enqueue([build_spec("c:job", 1), build_spec("c:job", 2)]))
-    _execute(pg_url, schema_name, "UPDATE {s}.jobs SET meta = '[1]' WHERE id = %s", bad)
+    _execute(pg_url, schema_name, f"UPDATE {{s}}.jobs SET {column} = %s::json WHERE id = %s", value, bad)
     with pytest.raises(CorruptJob, match=bad):
         await broker.get_job(bad)
     leases = await broker.claim(["default"], worker_id="w", limit=10, lease_for=30)
@@ -34,6 +37,10 @@ async def test_a_corrupt_row_is_reported_and_dead_lettered(
     )
     assert status == "dead" and errors[0]["kind"] == "CorruptJob"  # type: ignore[index]
     assert await broker.claim(["default"], worker_id="w", limit=10, lease_for=30) == []
+    # The dead-letter listing still works and shows a stand-in that can be purged by id.
+    [listed] = (await broker.list_jobs(JobStatus.DEAD)).jobs
+    assert (listed.id, listed.type, listed.status) == (bad, UNREADABLE_TYPE, JobStatus.DEAD)
+    assert await broker.purge_dead(job_ids=[bad]) == 1
 
 
 async def test_prune_deletes_in_bounded_batches_and_frees_expired_keys(

@@ -11,8 +11,8 @@ from redis.asyncio import Redis
 
 from pqueue.broker import WorkerInfo
 from pqueue.clock import ManualClock
-from pqueue.errors import CorruptJob, SchemaError
-from pqueue.job import ErrorInfo, JobStatus
+from pqueue.errors import BrokerError, CorruptJob, SchemaError
+from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
 from pqueue.spec import build_spec
 from tests.conftest import service_url
 from tests.integration.redis.conftest import OpenRedis
@@ -131,12 +131,15 @@ async def test_prune_removes_index_entries_and_leftover_hashes(open_redis: OpenR
 
 
 @pytest.mark.asyncio
-async def test_a_corrupt_job_is_reported_and_dead_lettered(open_redis: OpenRedis, shared_prefix: str) -> None:
+@pytest.mark.parametrize("payload", ["{not json", "[" * 5000 + "]" * 5000], ids=["not-json", "too-deep"])
+async def test_a_corrupt_job_is_reported_and_dead_lettered(
+    open_redis: OpenRedis, shared_prefix: str, payload: str
+) -> None:
     broker = await open_redis()
     [bad, good] = [r.id for r in await broker.enqueue([build_spec("t", 1), build_spec("t", 2)])]
     client = Redis.from_url(str(service_url("redis")), decode_responses=True)
     try:
-        await client.hset(f"{shared_prefix}:{{default}}:job:{bad}", "payload", "{not json")
+        await client.hset(f"{shared_prefix}:{{default}}:job:{bad}", "payload", payload)
     finally:
         await client.aclose()
     with pytest.raises(CorruptJob, match=bad):
@@ -146,6 +149,11 @@ async def test_a_corrupt_job_is_reported_and_dead_lettered(open_redis: OpenRedis
     assert await broker.claim(["default"], worker_id="w", limit=10, lease_for=30) == []
     counts = (await broker.counts())["default"]
     assert counts[JobStatus.DEAD] == 1 and counts[JobStatus.ACTIVE] == 1
+    # The dead-letter listing still works and shows a stand-in that can be purged by id.
+    [listed] = (await broker.list_jobs(JobStatus.DEAD)).jobs
+    assert (listed.id, listed.type, listed.status) == (bad, UNREADABLE_TYPE, JobStatus.DEAD)
+    assert listed.last_error is not None and listed.last_error.kind == "CorruptJob"
+    assert await broker.purge_dead(job_ids=[bad]) == 1
 
 
 @pytest.mark.asyncio
@@ -158,3 +166,20 @@ async def test_a_prefix_with_another_layout_is_refused(open_redis: OpenRedis, sh
         await client.aclose()
     with pytest.raises(SchemaError, match="999"):
         await open_redis()
+
+
+@pytest.mark.asyncio
+async def test_a_claim_failing_on_a_later_queue_keeps_the_jobs_already_leased(
+    open_redis: OpenRedis, shared_prefix: str
+) -> None:
+    broker = await open_redis()
+    [first] = await broker.enqueue([build_spec("t", 1, queue="a")])
+    client = Redis.from_url(str(service_url("redis")), decode_responses=True)
+    try:  # queue b's pending list holds a string: its claim script fails with WRONGTYPE
+        await client.set(f"{shared_prefix}:{{b}}:pending", "not a list")
+    finally:
+        await client.aclose()
+    leases = await broker.claim(["a", "b"], worker_id="w", limit=10, lease_for=30)
+    assert [lease.job.id for lease in leases] == [first.id]
+    with pytest.raises(BrokerError):  # with nothing leased first, the failure is reported
+        await broker.claim(["b"], worker_id="w", limit=10, lease_for=30)

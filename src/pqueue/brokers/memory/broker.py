@@ -14,7 +14,15 @@ import threading
 from collections.abc import Sequence
 from urllib.parse import parse_qs
 
-from pqueue.broker import Capability, IdempotencyState, JobPage, QueueCounts, RecoveryReport, WorkerInfo
+from pqueue.broker import (
+    Capability,
+    IdempotencyState,
+    JobPage,
+    QueueCounts,
+    RecoveryReport,
+    WorkerInfo,
+    page_request,
+)
 from pqueue.brokers import split_dsn
 from pqueue.brokers.memory.store import MemoryStore
 from pqueue.clock import Clock, SystemClock
@@ -171,7 +179,7 @@ class MemoryBroker:
     async def list_jobs(
         self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
     ) -> JobPage:
-        return self._store.list_jobs(JobStatus(status), queue, limit, offset)
+        return self._store.list_jobs(page_request(status, limit, offset), queue, limit, offset)
 
     async def cancel(self, job_id: str) -> bool:
         return self._store.cancel(job_id)

@@ -6,12 +6,21 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo
+from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
 from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
-from pqueue.errors import JobNotFound
+from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
-from pqueue.job import Job, JobStatus
+from pqueue.job import Job, JobStatus, unreadable_job
+
+
+def _listed(row: Sequence[object], status: JobStatus) -> Job:
+    """A listed row as a Job, or a stand-in naming the problem if the row is malformed."""
+    try:
+        return row_to_job(row)
+    except CorruptJob as exc:
+        queue = row[2] if len(row) > 2 and isinstance(row[2], str) else "?"
+        return unreadable_job(str(row[0]) if row else "?", queue, status, exc)
 
 
 def _id_filter(job_ids: Sequence[str] | None) -> list[str] | None:
@@ -44,11 +53,10 @@ class PostgresAdmin(BrokerCore):
     async def list_jobs(
         self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
     ) -> JobPage:
-        if limit < 1 or offset < 0:
-            raise ValueError("list_jobs: limit must be >= 1 and offset >= 0")
-        params = {"status": JobStatus(status).value, "queue": queue, "limit": limit, "offset": offset}
+        status = page_request(status, limit, offset)
+        params = {"status": status.value, "queue": queue, "limit": limit, "offset": offset}
         rows = await self.db.rows(self._q["list_jobs"], params, prepare=False)
-        jobs = tuple(row_to_job(row) for row in rows[:limit])
+        jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
 
     async def cancel(self, job_id: str) -> bool:

@@ -70,12 +70,26 @@ def _errors(value: object) -> tuple[ErrorInfo, ...]:
     return tuple(ErrorInfo.from_dict(e) for e in value) if value else ()
 
 
+class _TooDeep:
+    """What the JSON loader returns for a value nested too deeply for Python to decode."""
+
+    def __repr__(self) -> str:
+        return "<JSON nested too deeply to decode>"
+
+
+TOO_DEEP: Any = _TooDeep()
+"""Stands in for an undecodable JSON column, so :func:`row_to_job` can refuse the row
+(raising inside psycopg's fetch would lose every other row of the claim)."""
+
+
 def row_to_job(row: Sequence[Any]) -> Job:
     """Decode one jobs row in :data:`JOB_COLUMNS` order (JSON columns already parsed)."""
     try:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
          result, meta) = row  # fmt: skip
+        if payload is TOO_DEEP or result is TOO_DEEP:
+            raise ValueError("its payload or result is JSON nested too deeply to decode")
         return Job(
             str(job_id),
             job_type,

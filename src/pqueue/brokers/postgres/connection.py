@@ -26,6 +26,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from pqueue.brokers.postgres.codec import TOO_DEEP
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
 from pqueue.errors import BrokerError, BrokerUnavailable, SchemaError
 
@@ -93,9 +94,12 @@ class JsonLoader(Loader):
             return []
         text = str(data, "utf-8")
         try:
-            return _raw_decode(text)[0]
-        except ValueError:
-            return json.loads(text)
+            try:
+                return _raw_decode(text)[0]
+            except ValueError:
+                return json.loads(text)
+        except RecursionError:
+            return TOO_DEEP  # the row decoder refuses it as a CorruptJob
 
 
 def _adapters() -> AdaptersMap:

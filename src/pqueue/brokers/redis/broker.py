@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from redis.exceptions import RedisError
+
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, to_ms
@@ -136,15 +138,32 @@ class RedisBroker(RedisInspector):
             if len(leases) >= limit:
                 break
             k = self.queue(queue)
-            deadline_ms, claimed = await self.run(
-                calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id)
-            )
+            try:
+                deadline_ms, claimed = await self.run(
+                    calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id)
+                )
+            except (RedisError, OSError) as exc:
+                if not leases:
+                    raise
+                # Jobs leased from earlier queues would only come back by lease expiry
+                # (counted as a crash): hand them over and let the next claim try again.
+                log.warning("pqueue: claim from queue %r failed (%s); returning the jobs leased so far",
+                            queue, exc)  # fmt: skip
+                break
             for job_id, flat in claimed:
                 try:
                     leases.append(decode_lease(queue, job_id, flat, deadline_ms / 1000))
                 except CorruptJob as exc:
-                    await self._bury(queue, job_id, flat, exc)
+                    await self._bury_or_leave(queue, job_id, flat, exc)
         return leases
+
+    async def _bury_or_leave(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
+        """Bury a malformed claimed job; if that fails, leave it to lease expiry, whose
+        recovery brings it back to be buried by a later claim."""
+        try:
+            await self._bury(queue, job_id, flat, exc)
+        except (RedisError, OSError) as failure:
+            log.warning("pqueue: could not dead-letter malformed job %s yet (%s)", job_id, failure)
 
     async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
         """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried."""

@@ -67,7 +67,7 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
             result=None if result is None else _loads(result),
             meta={} if meta is None else _string_map(_loads(meta)),
         )
-    except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
 
 

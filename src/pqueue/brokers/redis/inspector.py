@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo
+from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker
 from pqueue.brokers.redis.core import RedisCore, translated
 from pqueue.brokers.redis.keys import QueueKeys
-from pqueue.errors import JobNotFound
+from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
-from pqueue.job import Job, JobStatus
+from pqueue.job import Job, JobStatus, unreadable_job
 
 ADMIN_BATCH = 1000
 """Jobs one admin script run handles (requeue/purge of a whole queue loop over batches)."""
@@ -31,6 +31,8 @@ _ZSETS = {
     JobStatus.CANCELLED: "cancelled",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
+_OTHER_STATUSES = {status: {s.value for s in JobStatus} - {status.value} for status in JobStatus}
+"""For a listed status, the stored status values that mean the job has moved on."""
 
 
 class RedisInspector(RedisCore):
@@ -101,18 +103,18 @@ class RedisInspector(RedisCore):
     async def list_jobs(
         self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
     ) -> JobPage:
-        status = JobStatus(status)
+        status = page_request(status, limit, offset)
         queues = await self.registered_queues()
         if queue is not None:
             queues = [q for q in queues if q == queue]
-        if not queues or limit <= 0:
+        if not queues:
             return JobPage((), None)
         since = f"({await self.now_ms() - self.retention_ms}"
         keys = [self.queue(q) for q in queues]
         sizes = [int(n) for n in await self.run_many([self._size(k, status, since) for k in keys])]
         ranges: list[tuple[Any, ...]] = []
         owners: list[str] = []
-        skip, want = max(offset, 0), limit
+        skip, want = offset, limit
         for k, size in zip(keys, sizes, strict=True):
             if want <= 0:
                 break
@@ -124,7 +126,7 @@ class RedisInspector(RedisCore):
             owners.append(k.queue)
             skip, want = 0, want - take
         jobs = await self._fetch(owners, await self.run_many(ranges) if ranges else [], status)
-        end = max(offset, 0) + limit
+        end = offset + limit
         return JobPage(tuple(jobs), end if end < sum(sizes) else None)
 
     async def _fetch(self, owners: list[str], id_lists: list[list[str]], status: JobStatus) -> list[Job]:
@@ -132,8 +134,19 @@ class RedisInspector(RedisCore):
         if not wanted:
             return []
         found = await self.run_many([("HGETALL", self.queue(q).job(i)) for q, i in wanted])
-        jobs = [decode_job(i, q, fields) for (q, i), fields in zip(wanted, found, strict=True) if fields]
-        return [job for job in jobs if job.status is status]  # moved on since it was listed
+        jobs: list[Job] = []
+        for (queue, job_id), fields in zip(wanted, found, strict=True):
+            if not fields:
+                continue  # gone since it was listed
+            try:
+                job = decode_job(job_id, queue, fields)
+            except CorruptJob as exc:
+                if fields.get("status") in _OTHER_STATUSES[status]:
+                    continue  # readable enough to see it moved on
+                job = unreadable_job(job_id, queue, status, exc)
+            if job.status is status:  # else it moved on since it was listed
+                jobs.append(job)
+        return jobs
 
     @translated
     async def cancel(self, job_id: str) -> bool:

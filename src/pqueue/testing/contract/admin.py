@@ -6,7 +6,7 @@ import pytest
 
 from pqueue.broker import FullBroker, WorkerInfo
 from pqueue.clock import ManualClock
-from pqueue.errors import JobNotFound
+from pqueue.errors import InvalidRequest, JobNotFound
 from pqueue.ids import new_id
 from pqueue.job import JobStatus
 from pqueue.testing.contract.helpers import boom, drain_ids, put, put_many, status_of, take, take_one
@@ -61,6 +61,17 @@ class AdminContract:
         assert sorted(seen) == sorted(ids) and len(seen) == 23
         everywhere = await broker.list_jobs(JobStatus.PENDING, limit=100)
         assert len(everywhere.jobs) == 28 and everywhere.next_offset is None
+
+    @pytest.mark.parametrize(
+        ("status", "limit", "offset"),
+        [("bogus", 10, 0), (JobStatus.PENDING, 0, 0), (JobStatus.PENDING, 10, -1), (JobStatus.DEAD, True, 0)],
+    )
+    async def test_list_jobs_refuses_bad_arguments(
+        self, broker: FullBroker, status: JobStatus, limit: int, offset: int
+    ) -> None:
+        await put(broker)
+        with pytest.raises(InvalidRequest):
+            await broker.list_jobs(status, limit=limit, offset=offset)
 
     async def test_cancel_pending_scheduled_and_retry_jobs(
         self, broker: FullBroker, clock: ManualClock
