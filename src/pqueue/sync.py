@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -201,7 +202,12 @@ class Client:
             runner.stop(CLOSE_GRACE if grace is None else grace)
 
     def __enter__(self) -> Client:
-        self.open()
+        try:
+            self.open()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the open error is the one to see
+                self.close()
+            raise
         return self
 
     def __exit__(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pqueue import AsyncClient, Client, ClientClosed, Stats, Task
+from pqueue import AsyncClient, BrokerUnavailable, Client, ClientClosed, Stats, Task
 from pqueue import sync as sync_module
 
 
@@ -101,3 +101,15 @@ def test_calls_after_close_raise_until_open() -> None:
         assert client.enqueue("t").created
     with pytest.raises(ClientClosed):
         client.list_queues()
+
+
+def test_a_failed_with_block_stops_its_loop_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def unreachable(self: AsyncClient) -> None:
+        raise BrokerUnavailable("no server")
+
+    monkeypatch.setattr(AsyncClient, "open", unreachable)
+    before = _client_threads()
+    for _ in range(3):
+        with pytest.raises(BrokerUnavailable), Client("memory://sync-failed-open"):
+            pytest.fail("the body must not run")
+    assert _client_threads() - before == set()
