@@ -22,7 +22,7 @@ import logging
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -46,12 +46,16 @@ class _Child:
 
 
 class Supervisor:
-    """Run ``command`` (a worker command line) ``processes`` times; :meth:`run` returns the exit code."""
+    """Run ``command`` (a worker command line) ``processes`` times, with ``env`` as their
+    environment if given; :meth:`run` returns the exit code."""
 
-    def __init__(self, command: Sequence[str], processes: int) -> None:
+    def __init__(
+        self, command: Sequence[str], processes: int, *, env: Mapping[str, str] | None = None
+    ) -> None:
         if processes < 1:
             raise ValueError("processes must be >= 1")
         self.command = list(command)
+        self.env = dict(env) if env is not None else None  # None: the children inherit ours
         self.processes = processes
         self.signals = 0
         self.gave_up = False
@@ -88,7 +92,7 @@ class Supervisor:
         try:
             if self.signals:
                 return
-            proc = subprocess.Popen(self.command, start_new_session=True)
+            proc = subprocess.Popen(self.command, start_new_session=True, env=self.env)
             self._children[slot] = _Child(slot, proc, failures=failures)
             log.info("worker process %d started (pid %d)", slot + 1, proc.pid)
         finally:

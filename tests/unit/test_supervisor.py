@@ -64,3 +64,18 @@ def test_a_child_forced_out_still_fails_the_pool() -> None:
     pool._forwarded.add(signal.SIGTERM)
     assert pool._stop_code(0, 143) == 143 and pool._stop_code(0, -signal.SIGTERM) == 0
     assert pool._stop_code(0, -signal.SIGKILL) == 128 + signal.SIGKILL
+
+
+def test_children_get_the_environment_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    envs: list[Any] = []
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        envs.append(kwargs.get("env"))
+        proc = real_popen(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return proc
+
+    monkeypatch.setattr(supervisor.subprocess, "Popen", popen_then_sigterm)
+    assert supervisor.Supervisor(NO_HANDLER, processes=2, env={"PQUEUE_DSN": "redis://:pw@h/0"}).run() == 0
+    assert envs == [{"PQUEUE_DSN": "redis://:pw@h/0"}]
