@@ -88,6 +88,17 @@ def test_prefetch_is_auto_or_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
         parse(APP)
 
 
+def test_prefetch_help_offers_only_what_the_flag_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.index("--prefetch PREFETCH ")
+    prefetch = text[start : text.index("--unknown-type", start)]
+    assert "default: auto]" in prefetch and "None" not in prefetch
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", APP, "--prefetch", "None"])  # not a value: refused
+
+
 def test_load_router_finds_module_attributes() -> None:
     router = load_router(APP)
     assert isinstance(router, Router) and "crash:record" in router

@@ -81,8 +81,8 @@ def add_parser(subparsers: Any) -> None:
         parser,
         "--prefetch",
         type=prefetch_count,
-        default=None,
-        help="jobs held beyond the running ones (None or auto: 20 per slot, bounded by job time; 0: none)",
+        default="auto",
+        help="jobs held beyond the running ones: auto (20 per slot, bounded by job time) or a count; 0: none",
     )
     add_flag(
         parser,
