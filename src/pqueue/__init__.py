@@ -10,6 +10,7 @@ from pqueue.clock import Clock, ManualClock, SystemClock
 from pqueue.errors import (
     BrokerError,
     BrokerUnavailable,
+    ClientClosed,
     ConfigError,
     CorruptJob,
     InvalidJob,
@@ -84,6 +85,7 @@ __all__ = [
     "LeaseLost",
     "BrokerError",
     "BrokerUnavailable",
+    "ClientClosed",
     "SchemaError",
     "CorruptJob",
     "SkipRetry",

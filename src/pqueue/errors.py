@@ -49,6 +49,10 @@ class JobNotFound(PQueueError, LookupError):
     """No job with this id exists (it never did, or it was pruned)."""
 
 
+class ClientClosed(PQueueError, RuntimeError):
+    """The client is closed: the call was refused, or cancelled because close() ran out of patience."""
+
+
 class LeaseLost(PQueueError):
     """The lease is no longer current: the job was recovered and may run elsewhere."""
 

@@ -186,14 +186,22 @@ class Router:
         return self._dsn or os.environ.get(DSN_ENV) or None
 
     def use(self, target: str | Client) -> None:
-        """Send ``handler.enqueue()`` jobs to this DSN or through this :class:`~pqueue.Client`."""
+        """Send ``handler.enqueue()`` jobs to this DSN or through this :class:`~pqueue.Client`.
+
+        A client the router made itself (:attr:`client`) is closed first; a client given
+        here stays the caller's to close.
+        """
         from pqueue.sync import Client
 
         with self._lock:
+            previous, owned = self._client, self._owns_client
             if isinstance(target, Client):
-                self._client, self._dsn, self._owns_client = target, target.dsn, False
+                self._client, self._dsn = target, target.dsn
             else:
                 self._dsn, self._client = target, None
+            self._owns_client = False
+        if previous is not None and owned and previous is not target:
+            previous.close()
 
     def use_default(self, dsn: str) -> None:
         """Adopt ``dsn`` unless a DSN was already chosen (a worker calls this with its own)."""

@@ -6,6 +6,14 @@ group, so a terminal's Ctrl-C reaches them once, through the parent: the parent
 forwards SIGTERM/SIGINT to every child, the first to drain and a second to force
 exit. A child that dies while the pool is running is restarted, with a back-off when
 it keeps dying young. Children also stop if the parent disappears.
+
+A signal that arrives while children are being started stops the start-up: no child is
+started after it, and a child whose start it interrupted still gets it. Exit codes of
+:meth:`Supervisor.run`: 0 when every child stopped cleanly after the signal (drained,
+or ended by the forwarded signal itself before it had installed its handlers, so before
+it held any job); 1 when a child kept dying right after starting (the pool gave up);
+else the first non-zero exit code of a child, e.g. 143 (128 + SIGTERM) for a child
+forced out by a second signal.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import logging
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -38,40 +46,83 @@ class _Child:
 
 
 class Supervisor:
-    """Run ``command`` (a worker command line) ``processes`` times; :meth:`run` returns the exit code."""
+    """Run ``command`` (a worker command line) ``processes`` times, with ``env`` as their
+    environment if given; :meth:`run` returns the exit code."""
 
-    def __init__(self, command: Sequence[str], processes: int) -> None:
+    def __init__(
+        self, command: Sequence[str], processes: int, *, env: Mapping[str, str] | None = None
+    ) -> None:
         if processes < 1:
             raise ValueError("processes must be >= 1")
         self.command = list(command)
+        self.env = dict(env) if env is not None else None  # None: the children inherit ours
         self.processes = processes
         self.signals = 0
         self.gave_up = False
         self._children: dict[int, _Child] = {}
         self._restart_at: dict[int, tuple[float, int]] = {}  # slot -> (when, failures)
+        self._forwarded: set[int] = set()  # signal numbers sent to the children
+        self._spawning = False
+        self._deferred: list[int] = []  # signals that arrived while a child was being started
 
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             for slot in range(self.processes):
+                if self.signals:
+                    log.info(
+                        "signal received while starting: %d of %d worker processes started",
+                        slot,
+                        self.processes,
+                    )
+                    break
                 self._spawn(slot, failures=0)
-            log.info("supervising %d worker processes", self.processes)
+            else:
+                log.info("supervising %d worker processes", self.processes)
             return self._watch()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
     def _spawn(self, slot: int, *, failures: int) -> None:
-        proc = subprocess.Popen(self.command, start_new_session=True)
-        self._children[slot] = _Child(slot, proc, failures=failures)
-        log.info("worker process %d started (pid %d)", slot + 1, proc.pid)
+        # A signal handled while the child is being started (its handler runs between any
+        # two bytecodes, e.g. after Popen returns but before the child is registered) is
+        # deferred to the end, when the new child is registered and gets it too.
+        self._spawning = True
+        try:
+            if self.signals:
+                return
+            proc = subprocess.Popen(self.command, start_new_session=True, env=self.env)
+            self._children[slot] = _Child(slot, proc, failures=failures)
+            log.info("worker process %d started (pid %d)", slot + 1, proc.pid)
+        finally:
+            self._spawning = False
+            deferred, self._deferred = self._deferred, []
+            for signum in deferred:
+                self._forward(signum)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         self._restart_at.clear()
-        for child in self._children.values():
+        if self._spawning:
+            self._deferred.append(signum)
+        else:
+            self._forward(signum)
+
+    def _forward(self, signum: int) -> None:
+        self._forwarded.add(signum)
+        for child in list(self._children.values()):
             if child.proc.poll() is None:
                 child.proc.send_signal(signum)
+
+    def _stop_code(self, slot: int, code: int) -> int:
+        """A child's exit code once the pool is stopping, in the shell's convention."""
+        if code >= 0:
+            return code
+        if -code in self._forwarded:  # ended by our signal's default action: it had not started serving
+            log.info("worker process %d stopped by the signal before it could install its handlers", slot + 1)
+            return 0
+        return 128 - code  # -N: killed by signal N
 
     def _watch(self) -> int:
         codes: dict[int, int] = {}
@@ -83,7 +134,7 @@ class Supervisor:
                     continue
                 del self._children[slot]
                 if self.signals:
-                    codes[slot] = code if code >= 0 else 128 - code  # -N: killed by signal N
+                    codes[slot] = self._stop_code(slot, code)
                     continue
                 failures = child.failures + 1 if now - child.started < YOUNG else 0
                 if failures >= GIVE_UP_AFTER:
@@ -108,7 +159,7 @@ class Supervisor:
                 self._restart_at[slot] = (now + delay, failures)
             for slot, (when, failures) in list(self._restart_at.items()):
                 if when <= now and not self.signals:
-                    del self._restart_at[slot]
+                    self._restart_at.pop(slot, None)  # a signal handler may have cleared it meanwhile
                     self._spawn(slot, failures=failures)
             time.sleep(POLL)
         bad = [code for code in codes.values() if code != 0]

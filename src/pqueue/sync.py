@@ -2,17 +2,19 @@
 
 Not a second implementation: it owns a private event loop on a daemon thread and runs
 :class:`~pqueue.client.AsyncClient` there, so every method is the async one, awaited
-for you. Safe to share between threads. After ``fork()`` (gunicorn, Spark) the child
-builds its own loop and connections on first use.
+for you. Safe to share between threads, also across :meth:`Client.close`: calls in
+flight finish or raise :class:`~pqueue.errors.ClientClosed`, never hang. After
+``fork()`` (gunicorn, Spark) the child builds its own loop and connections on first use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,6 +22,7 @@ from typing import Any, TypeVar
 from pqueue.broker import JobPage, WorkerInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
+from pqueue.errors import ClientClosed
 from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
 from pqueue.middleware import Middleware
 from pqueue.router import Router
@@ -28,16 +31,30 @@ from pqueue.task import Task
 
 T = TypeVar("T")
 
+CLOSE_GRACE = 5.0
+"""Seconds :meth:`Client.close` lets calls in flight on other threads finish before cancelling them."""
+CANCEL_WAIT = 1.0
+"""Seconds a cancelled call gets to unwind before the loop stops under it."""
+
 
 class _LoopThread:
-    """An event loop running forever on a daemon thread, with one AsyncClient on it."""
+    """An event loop running forever on a daemon thread, with one AsyncClient on it.
+
+    Every call runs as a tracked task, so :meth:`stop` can refuse new calls, let the
+    running ones finish for a bounded time and cancel the rest: no caller is left
+    waiting on a loop that no longer runs.
+    """
 
     def __init__(self, make_client: Callable[[], AsyncClient]) -> None:
         self.loop = asyncio.new_event_loop()
+        self.closing = False
+        self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()  # touched on the loop thread only
+        self._futures: set[concurrent.futures.Future[Any]] = set()  # the callers' side, under _lock
         self.thread = threading.Thread(target=self._run, name="pqueue-client", daemon=True)
         self.thread.start()
         try:
-            self.client = self.submit(self._make(make_client)).result()
+            self.client = self._schedule(self._make(make_client)).result()
         except BaseException:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
@@ -52,15 +69,58 @@ class _LoopThread:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def submit(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
+    def _schedule(self, coro: Awaitable[T]) -> concurrent.futures.Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
 
-    def stop(self) -> None:
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``coro`` on the loop; raises :class:`ClientClosed` once :meth:`stop` began."""
+        with self._lock:  # stop() flips `closing` under this lock: nothing slips in after it
+            if self.closing:
+                coro.close()
+                raise ClientClosed("pqueue.Client is closed")
+            future = self._schedule(self._tracked(coro))
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    async def _tracked(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
         try:
-            self.submit(self.client.close()).result(timeout=10)
+            return await coro
+        finally:
+            self._tasks.discard(task)
+
+    async def _shutdown(self, grace: float) -> None:
+        # Every call submitted before `closing` was set has started by now: its task was
+        # scheduled (call_soon_threadsafe is FIFO) before this one.
+        running = set(self._tasks)
+        if running:
+            _, late = await asyncio.wait(running, timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=CANCEL_WAIT)
+        await self.client.close()
+
+    def stop(self, grace: float) -> None:
+        """Refuse new calls, give running ones ``grace`` seconds, cancel the rest, close."""
+        with self._lock:
+            self.closing = True
+        try:
+            self._schedule(self._shutdown(grace)).result(timeout=2 * grace + 10)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=10)
+            with self._lock:
+                stranded = list(self._futures)
+            for future in stranded:  # a task that ignored its cancellation: free its caller anyway
+                future.cancel()
             if not self.thread.is_alive():
                 self.loop.close()
 
@@ -84,37 +144,70 @@ class Client:
         self._make = lambda: AsyncClient(dsn, clock=clock, middleware=middleware, router=router, **options)
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._closed = False
         self._runner: _LoopThread | None = _LoopThread(self._make)  # a bad DSN fails here
 
     def _loop_thread(self) -> _LoopThread:
         with self._lock:
+            if self._closed:
+                raise ClientClosed("pqueue.Client is closed; call open() to use it again")
             if self._runner is None or self._pid != os.getpid():
                 self._runner, self._pid = _LoopThread(self._make), os.getpid()  # fresh after fork
             return self._runner
 
-    def _call(self, fn: Callable[[AsyncClient], Awaitable[T]]) -> T:
+    def _call(self, fn: Callable[[AsyncClient], Coroutine[Any, Any, T]]) -> T:
         runner = self._loop_thread()
         if threading.current_thread() is runner.thread:
             raise RuntimeError("pqueue.Client called from its own loop thread; use AsyncClient there")
-        return runner.submit(fn(runner.client)).result()
+        future = runner.submit(fn(runner.client))
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if runner.closing:
+                raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
+            raise
 
-    async def _call_async(self, fn: Callable[[AsyncClient], Awaitable[T]]) -> T:
+    async def _call_async(self, fn: Callable[[AsyncClient], Coroutine[Any, Any, T]]) -> T:
         runner = self._loop_thread()
-        return await asyncio.wrap_future(runner.submit(fn(runner.client)))
+        future = runner.submit(fn(runner.client))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if runner.closing and future.cancelled() and not (task is not None and task.cancelling()):
+                raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
+            raise
 
     def open(self) -> None:
-        """Connect now (otherwise the first call connects)."""
+        """Connect now (otherwise the first call connects); reopens a closed client."""
+        with self._lock:
+            self._closed = False
         self._call(lambda c: c.open())
 
-    def close(self) -> None:
-        """Close connections and stop the loop thread; the client reopens if used again."""
+    def close(self, *, grace: float | None = None) -> None:
+        """Close connections and stop the loop thread; idempotent.
+
+        New calls are refused at once with :class:`~pqueue.errors.ClientClosed`; calls
+        already running on other threads get ``grace`` seconds (default
+        :data:`CLOSE_GRACE`) to finish, then are
+        cancelled and raise ``ClientClosed``. Every later call raises ``ClientClosed``
+        until :meth:`open` (or ``with``) opens the client again.
+        """
         with self._lock:
-            runner, self._runner = self._runner, None
+            runner = self._runner
+            if runner is not None and threading.current_thread() is runner.thread:
+                raise RuntimeError("pqueue.Client closed from its own loop thread; use AsyncClient there")
+            self._runner, self._closed = None, True
         if runner is not None and self._pid == os.getpid():
-            runner.stop()
+            runner.stop(CLOSE_GRACE if grace is None else grace)
 
     def __enter__(self) -> Client:
-        self.open()
+        try:
+            self.open()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the open error is the one to see
+                self.close()
+            raise
         return self
 
     def __exit__(

@@ -11,7 +11,7 @@ from pqueue import ConfigError, Router
 from pqueue.cli import build_parser, main
 from pqueue.cli._app import load_router
 from pqueue.cli._options import resolve
-from pqueue.cli.worker import child_command
+from pqueue.cli.worker import child_command, child_env
 
 APP = "tests.worker.apps.crash_app:router"
 
@@ -65,6 +65,19 @@ def test_children_of_processes_n_get_the_same_settings() -> None:
     assert zero[zero.index("--prefetch") + 1] == "0"
 
 
+def test_children_of_processes_n_get_the_dsn_from_their_environment_not_argv(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dsn = "postgresql://app:s3cret-pw@db.internal/app"
+    monkeypatch.delenv("PQUEUE_DSN", raising=False)
+    args = parse(APP, "--dsn", dsn, "--processes", "4")
+    command, env = child_command(args), child_env(args)
+    assert "--dsn" not in command and not any("s3cret-pw" in part for part in command)  # ps shows argv
+    assert env["PQUEUE_DSN"] == dsn
+    monkeypatch.setenv("PQUEUE_DSN", env["PQUEUE_DSN"])  # what the child sees
+    assert parse(*command[4:]).dsn == dsn
+
+
 def test_prefetch_is_auto_or_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse(APP).prefetch is None and parse(APP, "--prefetch", "auto").prefetch is None
     assert parse(APP, "--prefetch", "0").prefetch == 0
@@ -73,6 +86,17 @@ def test_prefetch_is_auto_or_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PQUEUE_PREFETCH", "-1")
     with pytest.raises(ConfigError, match="PQUEUE_PREFETCH"):
         parse(APP)
+
+
+def test_prefetch_help_offers_only_what_the_flag_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.index("--prefetch PREFETCH ")
+    prefetch = text[start : text.index("--unknown-type", start)]
+    assert "default: auto]" in prefetch and "None" not in prefetch
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", APP, "--prefetch", "None"])  # not a value: refused
 
 
 def test_load_router_finds_module_attributes() -> None:

@@ -6,7 +6,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pqueue import ConfigError, ConstantBackoff, InvalidName, Job, JobStatus, Router, Task
+from pqueue import (
+    Client,
+    ClientClosed,
+    ConfigError,
+    ConstantBackoff,
+    InvalidName,
+    Job,
+    JobStatus,
+    Router,
+    Task,
+)
 from pqueue.ids import new_id
 from pqueue.retry import DEFAULT_RETRY_POLICY
 
@@ -119,3 +129,26 @@ def test_dsn_comes_from_the_router_then_the_environment(monkeypatch: pytest.Monk
     assert router.dsn == "memory://worker"
     router.use_default("memory://other")
     assert router.dsn == "memory://worker"
+
+
+def test_use_closes_the_client_the_router_made_but_not_one_it_was_given() -> None:
+    router = Router("memory://router-use-1")
+    made = router.client
+    made.stats()
+    router.use("memory://router-use-2")
+    with pytest.raises(ClientClosed):
+        made.stats()  # closed, its loop thread stopped
+    given = Client("memory://router-use-3")
+    try:
+        router.use(given)
+        router.use("memory://router-use-4")
+        given.stats()  # still the caller's, still open
+        kept = router.client
+        router.use(kept)  # handing the router its own client makes it the caller's: not closed
+        kept.stats()
+        router.close()
+        kept.stats()
+        kept.close()
+    finally:
+        given.close()
+        router.close()

@@ -18,11 +18,15 @@ def env_name(flag: str) -> str:
 
 
 def from_env(flag: str, convert: Callable[[str], Any], default: Any) -> Any:
-    """The value of the flag's environment variable (converted), or ``default``."""
+    """The value of the flag's environment variable (converted), or ``default``.
+
+    A string ``default`` is converted too, as argparse does, so help can show ``auto``
+    for a flag whose value is then ``None``.
+    """
     name = env_name(flag)
     raw = os.environ.get(name)
     if raw is None or raw == "":
-        return default
+        return convert(default) if isinstance(default, str) else default
     try:
         return convert(raw)
     except ValueError as exc:

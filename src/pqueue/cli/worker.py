@@ -81,8 +81,8 @@ def add_parser(subparsers: Any) -> None:
         parser,
         "--prefetch",
         type=prefetch_count,
-        default=None,
-        help="jobs held beyond the running ones (None or auto: 20 per slot, bounded by job time; 0: none)",
+        default="auto",
+        help="jobs held beyond the running ones: auto (20 per slot, bounded by job time) or a count; 0: none",
     )
     add_flag(
         parser,
@@ -119,15 +119,18 @@ def run(args: argparse.Namespace) -> int:
             )
 
         load_router(args.router)  # fail here, once, rather than in every child
-        return Supervisor(child_command(args), args.processes).run()
+        return Supervisor(child_command(args), args.processes, env=child_env(args)).run()
     return serve(args)
 
 
 def child_command(args: argparse.Namespace) -> list[str]:
-    """The command line of one child process of ``--processes N``."""
+    """The command line of one child process of ``--processes N``.
+
+    Without the DSN, which may hold a password: anyone on the host can read a command
+    line (``ps``); the children get it from :func:`child_env`.
+    """
     command = [
         sys.executable, "-m", "pqueue", "worker", args.router,
-        "--dsn", args.dsn,
         "--concurrency", str(args.concurrency),
         "--queues", args.queues,
         "--lease", str(args.lease),
@@ -140,6 +143,11 @@ def child_command(args: argparse.Namespace) -> list[str]:
         "--parent-pid", str(os.getpid()),
     ]  # fmt: skip
     return [*command, "--strict"] if args.strict else command
+
+
+def child_env(args: argparse.Namespace) -> dict[str, str]:
+    """The environment of the children of ``--processes N``: ours, with the DSN in ``PQUEUE_DSN``."""
+    return {**os.environ, "PQUEUE_DSN": args.dsn}
 
 
 def serve(args: argparse.Namespace) -> int:
