@@ -17,6 +17,7 @@ from pqueue.errors import (
     InvalidName,
     InvalidOption,
     InvalidPayload,
+    InvalidRequest,
     JobNotFound,
     LeaseLost,
     PayloadTooLarge,
