@@ -86,7 +86,11 @@ def table(records: dict[tuple[str, str, str, int | None], Record], backend: str)
             ratios.append("-")
         elif scenario == "latency":
             mine, theirs = latency(ours), latency(best[1])
-            ratios.append("-" if not mine or not theirs else f"p99 {mine[1] / theirs[1]:.2f}x {best[0]}")
+            ratios.append(
+                "-"
+                if not mine or not theirs
+                else f"p50 {mine[0] / theirs[0]:.2f}x / p99 {mine[1] / theirs[1]:.2f}x {best[0]}"
+            )
         else:
             ratios.append(f"{ours['median'] / best[1]['median']:.2f}x {best[0]}")
     lines.append("| **pqueue / best peer** | " + " | ".join(ratios) + " |")
@@ -125,11 +129,17 @@ def chart(records: dict[tuple[str, str, str, int | None], Record], path: Path) -
                 p50s.append(lat[0])
                 p99s.append(lat[1])
         xs = range(len(names))
-        ax.bar([x - 0.2 for x in xs], p50s, 0.4, label="p50")
-        ax.bar([x + 0.2 for x in xs], p99s, 0.4, label="p99")
+        for offset, values, label in ((-0.2, p50s, "p50"), (0.2, p99s, "p99")):
+            bars = ax.bar([x + offset for x in xs], values, 0.4, label=label)
+            ax.bar_label(bars, labels=[f"{v:.2g}" for v in values], fontsize=7)
         ax.set_xticks(list(xs))
         ax.set_xticklabels(names)
-        ax.set_ylabel("ms")
+        if p50s and max(p99s) > 20 * min(p50s):  # one peer's tail can be 1000x another's median
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=min(p50s) / 2)
+            ax.set_ylabel("ms (log)")
+        else:
+            ax.set_ylabel("ms")
         ax.set_title(f"{backend}: pick-up latency (lower is better)")
         ax.legend(fontsize=8)
     fig.tight_layout()
