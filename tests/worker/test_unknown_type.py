@@ -57,3 +57,17 @@ async def test_unknown_type_can_dead_letter_at_once(client: AsyncClient, make_wo
     assert job.status is JobStatus.DEAD
     assert job.last_error is not None and job.last_error.kind == "UnknownJobType"
     assert "typo:tpye" in job.last_error.message
+
+
+async def test_a_type_nobody_has_known_for_max_age_is_dead_lettered(
+    client: AsyncClient, make_worker: MakeWorker, clock: ManualClock
+) -> None:
+    job_id = (await client.enqueue("email:welcom", {"typo": True})).id  # a mistyped type
+    async with running(make_worker(Router(), unknown_type_max_age=3600)) as worker:
+        job = await settled(client, job_id, JobStatus.SCHEDULED)
+        assert job.attempt == 0  # handed back while it is young: a deploy may be in progress
+        clock.advance(3601)
+        job = await settled(client, job_id, JobStatus.DEAD)
+        assert worker.counters.unknown >= 2
+    assert job.last_error is not None and job.last_error.kind == "UnknownJobType"
+    assert "none has known it for 1 h" in job.last_error.message

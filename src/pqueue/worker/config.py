@@ -53,6 +53,8 @@ class WorkerSettings:
     idempotency_busy_delay: float
     unknown_type_max_delay: float
     maintenance: bool
+    unknown_type_max_age: float = 7 * 24 * 3600.0
+    """Seconds after enqueue that a job of a type no worker knows is dead-lettered (policy retry)."""
     prefetch: int = 0
     """The most jobs held beyond ``concurrency``, waiting for a slot (0: none)."""
     ack_interval: float = 0.002
@@ -82,6 +84,7 @@ class WorkerSettings:
         idempotency_ttl: float = 24 * 3600.0,
         idempotency_busy_delay: float = 1.0,
         unknown_type_max_delay: float = 300.0,
+        unknown_type_max_age: float = 7 * 24 * 3600.0,
         maintenance: bool = True,
         worker_id: str | None = None,
         prefetch: int | None = None,
@@ -117,6 +120,7 @@ class WorkerSettings:
                 "idempotency_busy_delay", idempotency_busy_delay, allow_zero=True
             ),
             unknown_type_max_delay=_positive("unknown_type_max_delay", unknown_type_max_delay),
+            unknown_type_max_age=_positive("unknown_type_max_age", unknown_type_max_age),
             maintenance=bool(maintenance),
             prefetch=prefetch,
             prefetch_window=_positive("prefetch_window", prefetch_window),
