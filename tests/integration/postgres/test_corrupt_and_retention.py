@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import psycopg
 import pytest
 from psycopg import sql
 
+from pqueue.broker import WorkerInfo
 from pqueue.clock import ManualClock
 from pqueue.errors import CorruptJob
 from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
@@ -68,3 +71,14 @@ async def test_an_error_message_with_nul_characters_is_still_recorded(open_pg: O
     job = await broker.get_job(created.id)
     assert job.status is JobStatus.DEAD
     assert job.last_error is not None and job.last_error.message == "bad byte \ufffd here"
+
+
+async def test_a_malformed_worker_row_is_dropped_from_the_listing(
+    open_pg: OpenPg, pg_url: str, schema_name: str
+) -> None:
+    broker = await open_pg()
+    good = WorkerInfo(id="w-good", host="h", pid=1, queues=("default",), concurrency=2, started_at=0.0)
+    await broker.register_worker(good, ttl=60)
+    await broker.register_worker(dataclasses.replace(good, id="w-bad"), ttl=60)
+    _execute(pg_url, schema_name, "UPDATE {s}.workers SET meta = '[1, 2]' WHERE id = 'w-bad'")
+    assert [w.id for w in await broker.list_workers()] == ["w-good"]

@@ -90,4 +90,4 @@ class PostgresAdmin(BrokerCore):
 
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
-        return [row_to_worker(row) for row in rows]
+        return [info for info in map(row_to_worker, rows) if info is not None]

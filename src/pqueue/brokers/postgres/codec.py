@@ -124,18 +124,21 @@ def row_to_lease(token: object, expires_at: Any, row: Sequence[Any]) -> Lease:
         raise CorruptJob(f"job {job.id} was claimed without a lease: {exc}") from exc
 
 
-def row_to_worker(row: Row) -> WorkerInfo:
-    """Decode one workers row."""
-    return WorkerInfo(
-        id=row["id"],
-        host=row["host"],
-        pid=row["pid"],
-        queues=tuple(row["queues"]),
-        concurrency=row["concurrency"],
-        started_at=row["started_at"].timestamp(),
-        last_seen=row["last_seen"].timestamp(),
-        meta=dict(row["meta"] or {}),
-    )
+def row_to_worker(row: Row) -> WorkerInfo | None:
+    """Decode one workers row; None if it is malformed (a listing drops it, as on Redis)."""
+    try:
+        return WorkerInfo(
+            id=row["id"],
+            host=row["host"],
+            pid=row["pid"],
+            queues=tuple(row["queues"]),
+            concurrency=row["concurrency"],
+            started_at=row["started_at"].timestamp(),
+            last_seen=row["last_seen"].timestamp(),
+            meta=dict(row["meta"] or {}),
+        )
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def lease_token(lease: Lease) -> int | None:

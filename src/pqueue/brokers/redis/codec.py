@@ -192,5 +192,5 @@ def decode_worker(text: str) -> tuple[WorkerInfo, float] | None:
             meta={str(k): str(v) for k, v in d.get("meta", {}).items()},
         )
         return info, float(d["expires_at"])
-    except (KeyError, ValueError, TypeError, AttributeError):
+    except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
         return None
