@@ -10,7 +10,7 @@ from psycopg import sql
 
 from pqueue.broker import WorkerInfo
 from pqueue.clock import ManualClock
-from pqueue.errors import CorruptJob
+from pqueue.errors import BrokerUnavailable, CorruptJob
 from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
 from pqueue.spec import build_spec
 from tests.integration.postgres.conftest import OpenPg
@@ -82,3 +82,23 @@ async def test_a_malformed_worker_row_is_dropped_from_the_listing(
     await broker.register_worker(dataclasses.replace(good, id="w-bad"), ttl=60)
     _execute(pg_url, schema_name, "UPDATE {s}.workers SET meta = '[1, 2]' WHERE id = 'w-bad'")
     assert [w.id for w in await broker.list_workers()] == ["w-good"]
+
+
+async def test_a_failed_dead_lettering_keeps_the_claims_other_jobs(
+    open_pg: OpenPg, pg_url: str, schema_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = await open_pg()
+    bad, good = (r.id for r in await broker.enqueue([build_spec("c:job", 1), build_spec("c:job", 2)]))
+    _execute(pg_url, schema_name, "UPDATE {s}.jobs SET meta = '[1]' WHERE id = %s", bad)
+    real_rows = broker.db.rows
+
+    async def rows(query: object, *args: object, **kwargs: object) -> object:
+        if query is broker._q["fail"]:
+            raise BrokerUnavailable("connection lost while burying")
+        return await real_rows(query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(broker.db, "rows", rows)
+    leases = await broker.claim(["default"], worker_id="w", limit=10, lease_for=30)
+    assert [lease.job.id for lease in leases] == [good]  # not lost over the bad one
+    [(status,)] = _execute(pg_url, schema_name, "SELECT status FROM {s}.jobs WHERE id = %s", bad)
+    assert status == "active"  # left to lease expiry; recovery brings it back to be buried

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from pqueue.broker import WorkerInfo
+from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.clock import ManualClock
 from pqueue.errors import BrokerError, CorruptJob, SchemaError
 from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
@@ -183,3 +185,28 @@ async def test_a_claim_failing_on_a_later_queue_keeps_the_jobs_already_leased(
     assert [lease.job.id for lease in leases] == [first.id]
     with pytest.raises(BrokerError):  # with nothing leased first, the failure is reported
         await broker.claim(["b"], worker_id="w", limit=10, lease_for=30)
+
+
+@pytest.mark.asyncio
+async def test_a_failed_dead_lettering_keeps_the_claims_other_jobs(
+    open_redis: OpenRedis, shared_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = await open_redis()
+    [bad, good] = [r.id for r in await broker.enqueue([build_spec("t", 1), build_spec("t", 2)])]
+    client = Redis.from_url(str(service_url("redis")), decode_responses=True)
+    try:
+        await client.hset(f"{shared_prefix}:{{default}}:job:{bad}", "payload", "{not json")
+    finally:
+        await client.aclose()
+    real_run = broker.run
+
+    async def run(call: ScriptCall) -> object:
+        if call.name == "fail":
+            raise RedisConnectionError("connection lost while burying")
+        return await real_run(call)
+
+    monkeypatch.setattr(broker, "run", run)
+    leases = await broker.claim(["default"], worker_id="w", limit=10, lease_for=30)
+    assert [lease.job.id for lease in leases] == [good]  # not lost over the bad one
+    monkeypatch.undo()
+    assert (await broker.counts())["default"][JobStatus.ACTIVE] == 2  # the bad one awaits lease expiry

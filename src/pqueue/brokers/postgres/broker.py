@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,8 @@ from pqueue.clock import Clock
 from pqueue.errors import BrokerError, CorruptJob
 from pqueue.ids import is_job_id
 from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lease
+
+log = logging.getLogger("pqueue.postgres")
 
 LISTEN_START_TIMEOUT = 5.0
 """Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
@@ -141,9 +144,17 @@ class PostgresBroker(PostgresAdmin):
         return leases
 
     async def _bury(self, job_id: object, token: int, exc: CorruptJob) -> None:
-        """Dead-letter a claimed row that cannot be decoded, so it cannot crash-loop workers."""
+        """Dead-letter a claimed row that cannot be decoded, so it cannot crash-loop workers.
+
+        If that fails, the row is left to lease expiry, whose recovery brings it back to be
+        buried by a later claim: the claim's other jobs must not be lost over it.
+        """
+        log.error("pqueue: %s; moving it to dead", exc)
         error = ErrorInfo("CorruptJob", str(exc))
-        await self.db.rows(self._q["fail"], self._fail_params(job_id, token, error, None))
+        try:
+            await self.db.rows(self._q["fail"], self._fail_params(job_id, token, error, None))
+        except BrokerError as failure:
+            log.warning("pqueue: could not dead-letter malformed job %s yet (%s)", job_id, failure)
 
     async def ack(
         self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None

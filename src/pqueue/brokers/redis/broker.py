@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 
 from pqueue.broker import Capability, IdempotencyState, RecoveryReport
 from pqueue.brokers.redis import calls
-from pqueue.brokers.redis.codec import decode_lease, to_ms
+from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.inspector import RedisInspector
@@ -154,32 +154,30 @@ class RedisBroker(RedisInspector):
                 try:
                     leases.append(decode_lease(queue, job_id, flat, deadline_ms / 1000))
                 except CorruptJob as exc:
-                    await self._bury_or_leave(queue, job_id, flat, exc)
+                    await self._bury(queue, job_id, flat, exc)
         return leases
 
-    async def _bury_or_leave(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
-        """Bury a malformed claimed job; if that fails, leave it to lease expiry, whose
-        recovery brings it back to be buried by a later claim."""
-        try:
-            await self._bury(queue, job_id, flat, exc)
-        except (RedisError, OSError) as failure:
-            log.warning("pqueue: could not dead-letter malformed job %s yet (%s)", job_id, failure)
-
     async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
-        """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried."""
+        """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried.
+
+        If that fails, the job is left to lease expiry, whose recovery brings it back to be
+        buried by a later claim: the claim's other jobs must not be lost over it.
+        """
         log.error("pqueue: %s; moving it to dead", exc)
-        token = dict(zip(flat[::2], flat[1::2], strict=False)).get("token", "")
         error = ErrorInfo(kind="CorruptJob", message=str(exc))
         call = calls.fail(
             self.queue(queue),
             self.now_arg(),
             job_id=job_id,
-            token=token,
+            token=pairs(flat).get("token", ""),
             error=error,
             retry_ms=None,
             channel=self.keys.wake_channel,
         )
-        await self.run(call)
+        try:
+            await self.run(call)
+        except (RedisError, OSError) as failure:
+            log.warning("pqueue: could not dead-letter malformed job %s yet (%s)", job_id, failure)
 
     async def _per_queue(self, leases: Sequence[Lease], build: PerQueue) -> list[bool]:
         """Run ``build(keys, indices)`` once per queue of ``leases``; results in lease order."""
