@@ -202,20 +202,19 @@ class Executor:
         job = lease.job
         self.counters.unknown += 1
         reason = f"no handler for job type {job.type!r} in this worker"
-        age = 0.0
         if self.settings.unknown_type is UnknownTypePolicy.RETRY:
             age = max(0.0, await self.broker.now() - job.created_at.timestamp())
-            if age >= self.settings.unknown_type_max_age:  # a typo or a retired type: no deploy is coming
-                reason += f", and none has known it for {age / 3600:.0f} h since it was enqueued"
-        if self.settings.unknown_type is UnknownTypePolicy.DEAD or age >= self.settings.unknown_type_max_age:
-            error = UnknownJobType(reason)
-            await self.settler.fail(lease, error, ErrorInfo("UnknownJobType", reason), None, 0.0)
-            return
-        # Back off in proportion to the job's age: a deploy in progress is caught within
-        # seconds, a type nobody knows costs one claim every few minutes.
-        delay = min(self.settings.unknown_type_max_delay, max(1.0, age / 4)) * random.uniform(0.8, 1.2)
-        note = ErrorInfo("UnknownJobType", f"{reason}; handed back for {delay:.0f} s")
-        await self.settler.release([lease], delay=delay, reason=reason, note=note)
+            if age < self.settings.unknown_type_max_age:
+                # Back off in proportion to the job's age: a deploy in progress is caught
+                # within seconds, a type nobody knows costs one claim every few minutes.
+                delay = min(self.settings.unknown_type_max_delay, max(1.0, age / 4))
+                delay *= random.uniform(0.8, 1.2)
+                note = ErrorInfo("UnknownJobType", f"{reason}; handed back for {delay:.0f} s")
+                await self.settler.release([lease], delay=delay, reason=reason, note=note)
+                return
+            # A typo or a retired type: no deploy is coming.
+            reason += f", and none has known it for {age / 3600:.0f} h since it was enqueued"
+        await self.settler.fail(lease, UnknownJobType(reason), ErrorInfo("UnknownJobType", reason), None, 0.0)
 
     # -- idempotency keys ---------------------------------------------------------------
 

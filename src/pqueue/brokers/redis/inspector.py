@@ -31,8 +31,7 @@ _ZSETS = {
     JobStatus.CANCELLED: "cancelled",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
-_OTHER_STATUSES = {status: {s.value for s in JobStatus} - {status.value} for status in JobStatus}
-"""For a listed status, the stored status values that mean the job has moved on."""
+_STATUS_VALUES = frozenset(s.value for s in JobStatus)
 
 
 class RedisInspector(RedisCore):
@@ -141,7 +140,8 @@ class RedisInspector(RedisCore):
             try:
                 job = decode_job(job_id, queue, fields)
             except CorruptJob as exc:
-                if fields.get("status") in _OTHER_STATUSES[status]:
+                stored = fields.get("status")
+                if stored != status.value and stored in _STATUS_VALUES:
                     continue  # readable enough to see it moved on
                 job = unreadable_job(job_id, queue, status, exc)
             if job.status is status:  # else it moved on since it was listed
