@@ -31,6 +31,9 @@ class Capability(StrEnum):
     """Other processes (workers started by the CLI) can reach the same jobs by DSN."""
     TRANSACTIONAL_ENQUEUE = "transactional_enqueue"
     """Jobs can be enqueued inside the caller's own database transaction."""
+    HANDOFF = "handoff"
+    """An enqueue can lease jobs straight to a :class:`Claimer` waiting in ``wait_for_jobs``;
+    its next ``claim`` returns them without another round trip (one-hop pick-up)."""
 
 
 class IdempotencyState(StrEnum):
@@ -52,6 +55,19 @@ class RecoveryReport:
     """Jobs whose lease expired, put back to pending (``recoveries`` + 1)."""
     dead: tuple[str, ...] = ()
     """Jobs whose lease expired more than ``max_recoveries`` times, now dead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claimer:
+    """Who waits in :meth:`Broker.wait_for_jobs`, as a ``claim`` would name them.
+
+    Brokers with :attr:`Capability.HANDOFF` may lease up to ``limit`` jobs to
+    ``worker_id`` for ``lease_for`` seconds while it waits; others ignore it.
+    """
+
+    worker_id: str
+    limit: int
+    lease_for: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +182,16 @@ class Broker(Protocol):
         """
         ...
 
-    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+    async def wait_for_jobs(
+        self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
+    ) -> bool:
         """Sleep until a job may be claimable in ``queues`` or ``timeout`` passes.
 
         Returns True when woken by an enqueue. Without :attr:`Capability.WAKEUP` this
-        simply sleeps for ``timeout``.
+        simply sleeps for ``timeout``. With :attr:`Capability.HANDOFF` and a ``claimer``,
+        jobs may be leased to it meanwhile: they are ``active`` under its worker id and
+        its next ``claim`` returns them first; the broker gives back, unrun, any that
+        the claimer does not collect within seconds (or that it holds at ``close``).
         """
         ...
 

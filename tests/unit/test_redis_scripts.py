@@ -35,8 +35,9 @@ SPECS = [build_spec("t", 1, queue="emails.v2"), build_spec("t", 2, queue="emails
 LEASES = [_lease(s.id) for s in SPECS]
 
 CALLS: dict[str, ScriptCall] = {
-    "enqueue": calls.enqueue(K, SPECS, NOW, "pq:test:wake"),
+    "enqueue": calls.enqueue(K, SPECS, NOW, "pq:test:wake", "pq:test:handoff:"),
     "claim": calls.claim(K, NOW, 10, 30_000, "w"),
+    "park": calls.park(K, NOW, "h1 w", limit=10, lease_ms=30_000, park_ms=1_000),
     "ack": calls.ack(K, NOW, 1000, LEASES, [None, "1"]),
     "fail": calls.fail(
         K, NOW, job_id=SPECS[0].id, token="7", error=ErrorInfo("E", "m"), retry_ms=5, channel="c"
@@ -75,7 +76,7 @@ def test_calls_pass_the_keys_and_args_the_header_documents(name: str) -> None:
     fixed_keys = [int(n) for n in re.findall(r"^-- KEYS\[(\d+)\]", header, re.M)]
     fixed_args = [int(n) for n in re.findall(r"^-- ARGV\[(\d+)\]", header, re.M)]
     call = CALLS[name]
-    extra_keys = 1 if name == "enqueue" else 0  # SPECS[1] has a unique key: KEYS[4+k]
+    extra_keys = 1 if name == "enqueue" else 0  # SPECS[1] has a unique key: KEYS[7+k]
     assert fixed_keys == list(range(1, len(fixed_keys) + 1))
     assert len(call.keys) == len(fixed_keys) + extra_keys, name
     assert len(call.args) == len(fixed_args), name

@@ -6,7 +6,8 @@ local buffer, start the moment a slot frees, and are handed back unrun at a drai
 started job runs in its own asyncio task (async handlers on the loop, sync ones on a
 bounded set of threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an
 enqueue, by the side thread after promoting or recovering jobs, or by a stop) with a
-bounded poll as a fallback. Heartbeats and housekeeping run on a side thread
+bounded poll as a fallback; a broker that hands off (Redis) may lease it jobs there,
+which its next claim returns without a round trip. Heartbeats and housekeeping run on a side thread
 (:mod:`.sidecar`).
 """
 
@@ -22,7 +23,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from pqueue.broker import Capability, FullBroker, WorkerInfo
+from pqueue.broker import Capability, Claimer, FullBroker, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError
@@ -365,12 +366,16 @@ class Worker:
         if self._wake.is_set():
             self._wake.clear()
             return
-        waiter = asyncio.create_task(broker.wait_for_jobs(names, self.settings.poll_interval))
+        want = self._claim_size()  # a broker that hands off may lease this many meanwhile
+        claimer = Claimer(self.id, want, self.settings.lease) if want > 0 else None
+        waiting = broker.wait_for_jobs(names, self.settings.poll_interval, claimer=claimer)
+        waiter = asyncio.create_task(waiting)
         woken = asyncio.create_task(self._wake.wait())
         done, pending = await asyncio.wait({waiter, woken}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
             task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        if waiter in pending:  # the broker's wait cleans up before we go on; `woken` needs no wait
+            await asyncio.gather(waiter, return_exceptions=True)
         self._wake.clear()
         if waiter in done and waiter.exception() is not None:
             exc = waiter.exception()

@@ -3,6 +3,7 @@ types and job hash fields, and finished data expires by TTL."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from pqueue.broker import WorkerInfo
+from pqueue.broker import Claimer, WorkerInfo
 from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.clock import ManualClock
 from pqueue.errors import BrokerError, CorruptJob, SchemaError
@@ -64,6 +65,9 @@ async def _exercise_every_state(open_redis: OpenRedis) -> None:
     assert await broker.cancel(waiting.job.id)
     await broker.idempotency_begin("charge:1", leases[4].job.id, ttl=30)
     await broker.register_worker(WorkerInfo("w1", "box", 1, ("default",), 4, 0.0), ttl=30)
+    parked = asyncio.create_task(broker.wait_for_jobs(["idle"], timeout=30, claimer=Claimer("w", 1, 30)))
+    await asyncio.sleep(0.2)  # parked on the idle queue for the next 30 s
+    parked.cancel()
     counts = (await broker.counts())["default"]
     assert all(counts[s] >= 1 for s in JobStatus), counts
 

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 
 from pqueue.broker import (
     Capability,
+    Claimer,
     IdempotencyState,
     JobPage,
     QueueCounts,
@@ -144,7 +145,10 @@ class MemoryBroker:
     async def promote(self, *, limit: int = 1000) -> int:
         return self._store.promote(limit)
 
-    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+    async def wait_for_jobs(
+        self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
+    ) -> bool:
+        del claimer  # no hand-off here: the claim that follows the wake-up takes the job
         if self._store.has_due(queues):
             return True
         event = asyncio.Event()

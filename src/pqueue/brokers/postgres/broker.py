@@ -17,7 +17,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from pqueue.broker import Capability, IdempotencyState, RecoveryReport
+from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.admin import PostgresAdmin
 from pqueue.brokers.postgres.codec import (
@@ -225,7 +225,10 @@ class PostgresBroker(PostgresAdmin):
     async def promote(self, *, limit: int = 1000) -> int:
         return int(await self.db.value(self._q["promote"], self._params(limit=limit)))
 
-    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+    async def wait_for_jobs(
+        self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
+    ) -> bool:
+        del claimer  # no hand-off here: the claim that follows the wake-up takes the job
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         await self._listener.start(min(timeout, LISTEN_START_TIMEOUT))

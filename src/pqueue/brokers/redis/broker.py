@@ -12,16 +12,18 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
-from pqueue.broker import Capability, IdempotencyState, RecoveryReport
+from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.core import translated
+from pqueue.brokers.redis.handoff import STALE_AFTER, HandoffBox, HeldJob, parse_handoff
 from pqueue.brokers.redis.inspector import RedisInspector
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.brokers.redis.scripts import ScriptCall
@@ -35,6 +37,10 @@ log = logging.getLogger("pqueue.redis")
 REGISTRATION_REFRESH = 60.0
 """Seconds a broker trusts that a queue it registered is still in the registry; pqueue never
 removes registry entries, so this only bounds how long a hand-deleted registry goes stale."""
+
+PARK_MARGIN = 0.5
+"""Seconds a parked claimer stays parked past its wait, so a claimer that waits again at
+once (the usual case) is never briefly unparked."""
 
 ENQUEUE_CHUNK = 1000
 """Jobs per enqueue script run: large enough to amortise the call, small enough to keep
@@ -57,12 +63,15 @@ def _by_queue(items: Sequence[T], queue_of: Callable[[T], str]) -> dict[str, lis
 class RedisBroker(RedisInspector):
     """The Redis backend: hot path here, inspection and admin in :class:`RedisInspector`."""
 
-    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS})
+    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.HANDOFF})
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
         self._hub: WakeHub | None = None
         self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
+        self._handoff_id = uuid.uuid4().hex  # names this broker's hand-off channel
+        self._box = HandoffBox()
+        self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> RedisBroker:
@@ -80,6 +89,11 @@ class RedisBroker(RedisInspector):
         hub, self._hub = self._hub, None
         if hub is not None:
             await hub.close()
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            await asyncio.wait({sweeper})
+        await self._give_back(self._box.take_all())
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -111,7 +125,8 @@ class RedisBroker(RedisInspector):
             k = self.queue(queue)
             for start in range(0, len(indices), ENQUEUE_CHUNK):
                 chunk = indices[start : start + ENQUEUE_CHUNK]
-                batch.append(calls.enqueue(k, [specs[i] for i in chunk], now, channel))
+                chunk_specs = [specs[i] for i in chunk]
+                batch.append(calls.enqueue(k, chunk_specs, now, channel, self.keys.handoff_prefix))
                 chunks.append(chunk)
         replies = await self.run_many(batch)
         self._registered.update(dict.fromkeys(register, time.monotonic()))
@@ -132,7 +147,9 @@ class RedisBroker(RedisInspector):
     async def claim(
         self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float
     ) -> list[Lease]:
-        leases: list[Lease] = []
+        leases = await self._leases(self._box.take(worker_id, queues, limit))
+        if leases:  # handed off while we waited: no round trip
+            return leases
         lease_ms = max(1, to_ms(lease_for))
         for queue in queues:
             if len(leases) >= limit:
@@ -156,6 +173,44 @@ class RedisBroker(RedisInspector):
                 except CorruptJob as exc:
                     await self._bury(queue, job_id, flat, exc)
         return leases
+
+    async def _leases(self, held: Sequence[HeldJob]) -> list[Lease]:
+        """Leases of handed-off jobs; undecodable ones are dead-lettered, as by ``claim``."""
+        leases: list[Lease] = []
+        for job in held:
+            try:
+                leases.append(decode_lease(job.queue, job.job_id, job.fields, job.expires_at))
+            except CorruptJob as exc:
+                await self._bury(job.queue, job.job_id, job.fields, exc)
+        return leases
+
+    def _received(self, data: str) -> None:
+        """A hand-off message from the listener: hold its jobs for their claimer."""
+        loop = asyncio.get_running_loop()
+        try:
+            worker, held = parse_handoff(data, loop.time())
+        except ValueError as exc:  # its leases expire and are recovered
+            log.error("pqueue: dropped a hand-off message: %s", exc)
+            return
+        self._box.put(worker, held)
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = loop.create_task(self._sweep(), name="pqueue-redis-handoff-sweep")
+
+    async def _sweep(self) -> None:
+        """Give back handed-off jobs their claimer has not collected within STALE_AFTER."""
+        loop = asyncio.get_running_loop()
+        while (oldest := self._box.oldest()) is not None:
+            await asyncio.sleep(max(0.0, oldest + STALE_AFTER - loop.time()))
+            await self._give_back(self._box.take_stale(loop.time() - STALE_AFTER + 0.001))
+
+    async def _give_back(self, held: Sequence[HeldJob]) -> None:
+        """Release handed-off jobs unrun; if that fails, lease expiry recovers them."""
+        if not held:
+            return
+        try:
+            await self.release(await self._leases(held))
+        except Exception as exc:  # noqa: BLE001 - the listener and close() must go on
+            log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
 
     async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
         """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried.
@@ -263,19 +318,30 @@ class RedisBroker(RedisInspector):
         return moved
 
     @translated
-    async def wait_for_jobs(self, queues: Sequence[str], timeout: float) -> bool:
+    async def wait_for_jobs(
+        self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
+    ) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout, 0.0)
         if self._hub is None:
-            self._hub = WakeHub(self.client, self.keys.wake_channel)
+            channel = self.keys.handoff_prefix + self._handoff_id
+            self._hub = WakeHub(self.client, self.keys.wake_channel, channel, self._received)
         hub = self._hub
-        await hub.subscribed(max(timeout, 0.0))
+        listening = await hub.subscribed(max(timeout, 0.0))
         event = asyncio.Event()
         hub.add(queues, event)
+        if claimer is not None:
+            self._box.watch(claimer.worker_id, event)
         try:
             while True:
                 event.clear()
-                due, next_in = await self._due(queues)
+                if claimer is not None and self._box.holds(claimer.worker_id):
+                    return True
+                if claimer is not None and listening:
+                    park_for = deadline - loop.time() + PARK_MARGIN
+                    due, next_in = await self._park(queues, claimer, park_for)
+                else:
+                    due, next_in = await self._due(queues)
                 left = deadline - loop.time()
                 if due:
                     return True
@@ -292,6 +358,26 @@ class RedisBroker(RedisInspector):
                     return True
         finally:
             hub.remove(queues, event)
+            if claimer is not None:
+                self._box.unwatch(claimer.worker_id, event)
+
+    async def _park(
+        self, queues: Sequence[str], claimer: Claimer, park_for: float
+    ) -> tuple[bool, float | None]:
+        """Like :meth:`_due`, parking ``claimer`` on each queue that has nothing due."""
+        member = f"{self._handoff_id} {claimer.worker_id}"
+        limit, lease_ms, park_ms = max(1, claimer.limit), max(1, to_ms(claimer.lease_for)), to_ms(park_for)
+        now = self.now_arg()
+        replies = await self.run_many(
+            [
+                calls.park(self.queue(q), now, member, limit=limit, lease_ms=lease_ms, park_ms=park_ms)
+                for q in queues
+            ]
+        )
+        if any(int(due) for due, _ in replies):
+            return True, None
+        waits = [int(wait_ms) for _, wait_ms in replies if int(wait_ms) >= 0]
+        return False, (min(waits) / 1000 if waits else None)
 
     async def _due(self, queues: Sequence[str]) -> tuple[bool, float | None]:
         """Whether any of ``queues`` has a due job; else seconds until the next one (or None)."""

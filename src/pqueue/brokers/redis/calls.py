@@ -14,11 +14,15 @@ PROMOTE_BATCH = 1000
 """Most due scheduled/retry jobs one script run moves to pending (bounds its run time)."""
 
 
-def enqueue(k: QueueKeys, specs: Sequence[JobSpec], now: str, channel: str) -> ScriptCall:
-    keys = [k.pending, k.scheduled, k.retry, k.seq]
+def enqueue(
+    k: QueueKeys, specs: Sequence[JobSpec], now: str, channel: str, handoff_prefix: str
+) -> ScriptCall:
+    keys = [k.pending, k.scheduled, k.retry, k.seq, k.active, k.parked, k.parkers]
     keys += [k.unique_prefix + s.unique_key for s in specs if s.unique_key is not None]
     header = enqueue_header(specs)
-    return ScriptCall("enqueue", keys, [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH, header])
+    return ScriptCall(
+        "enqueue", keys, [now, k.job_prefix, channel, k.queue, PROMOTE_BATCH, header, handoff_prefix]
+    )
 
 
 def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> ScriptCall:
@@ -26,6 +30,14 @@ def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> 
         "claim",
         [k.pending, k.scheduled, k.retry, k.active, k.seq],
         [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH],
+    )
+
+
+def park(k: QueueKeys, now: str, claimer: str, *, limit: int, lease_ms: int, park_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "park",
+        [k.pending, k.scheduled, k.retry, k.parked, k.parkers],
+        [now, claimer, limit, lease_ms, park_ms],
     )
 
 

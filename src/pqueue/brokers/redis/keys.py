@@ -48,6 +48,8 @@ class QueueKeys:
     cancelled: str
     dead: str
     seq: str
+    parked: str
+    parkers: str
     job_prefix: str
     unique_prefix: str
 
@@ -74,6 +76,8 @@ def queue_keys(prefix: str, queue: str) -> QueueKeys:
         cancelled=base + "cancelled",
         dead=base + "dead",
         seq=base + "seq",
+        parked=base + "parked",
+        parkers=base + "parkers",
         job_prefix=base + "job:",
         unique_prefix=base + "unique:",
     )
@@ -93,6 +97,8 @@ class GlobalKeys:
     """Strings ``<prefix>:idem:<key>``, one per idempotency key."""
     wake_channel: str
     """Pub/sub channel; the message is the name of a queue that gained due jobs."""
+    handoff_prefix: str
+    """Pub/sub channels ``<prefix>:handoff:<broker id>``: leases handed to parked claimers."""
 
     def idempotency(self, key: str) -> str:
         return self.idempotency_prefix + key
@@ -106,4 +112,5 @@ def global_keys(prefix: str) -> GlobalKeys:
         meta=f"{prefix}:meta",
         idempotency_prefix=f"{prefix}:idem:",
         wake_channel=f"{prefix}:wake",
+        handoff_prefix=f"{prefix}:handoff:",
     )

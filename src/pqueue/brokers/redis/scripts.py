@@ -20,6 +20,7 @@ from redis.exceptions import NoScriptError
 SCRIPT_NAMES = (
     "enqueue",
     "claim",
+    "park",
     "ack",
     "fail",
     "release",

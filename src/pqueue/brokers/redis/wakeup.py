@@ -6,6 +6,10 @@ subscribed connection, read by one task that sets the events of local waiters on
 queue. Waiters subscribe before they look for due work, so no wake-up falls between
 the look and the sleep. After the listener reconnects, every waiter is woken once to
 look again (messages sent while it was away are lost).
+
+The same connection also listens on the broker's own hand-off channel, on which enqueues
+publish jobs leased to this broker's parked claimers (:mod:`.handoff`); those messages
+go to ``on_handoff``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -26,9 +30,13 @@ log = logging.getLogger("pqueue.redis")
 class WakeHub:
     """One pub/sub listener per broker, fanning wake-ups out to local waiters."""
 
-    def __init__(self, client: Redis, channel: str) -> None:
+    def __init__(
+        self, client: Redis, channel: str, handoff_channel: str, on_handoff: Callable[[str], None]
+    ) -> None:
         self._client = client
         self._channel = channel
+        self._handoff_channel = handoff_channel
+        self._on_handoff = on_handoff
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -75,7 +83,7 @@ class WakeHub:
             while True:
                 try:
                     if not pubsub.subscribed:
-                        await pubsub.subscribe(self._channel)
+                        await pubsub.subscribe(self._channel, self._handoff_channel)
                     message = await pubsub.get_message(timeout=None)
                     honour_lost_cancel(me, 0)  # close() cancels us; redis-py may drop that
                 except (RedisError, OSError) as exc:
@@ -101,8 +109,11 @@ class WakeHub:
             return
         kind = message.get("type")
         if kind == "message":
-            self._wake(str(message.get("data")))
-        elif kind == "subscribe":
+            if message.get("channel") == self._handoff_channel:
+                self._on_handoff(str(message.get("data")))
+            else:
+                self._wake(str(message.get("data")))
+        elif kind == "subscribe" and message.get("channel") == self._handoff_channel:  # the last one
             if self._ready.is_set():  # a re-subscription after a reconnect: look again
                 self._wake_all()
             self._ready.set()

@@ -18,7 +18,7 @@ from pqueue.testing.contract.lifecycle import LifecycleContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract
 from pqueue.testing.contract.unique import UniqueContract
-from pqueue.testing.contract.wakeup import WakeupContract
+from pqueue.testing.contract.wakeup import HandoffContract, WakeupContract
 
 ALL_CONTRACTS = (
     EnqueueContract,
@@ -31,6 +31,7 @@ ALL_CONTRACTS = (
     ConcurrencyContract,
     BadInputContract,
     WakeupContract,
+    HandoffContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

@@ -1,4 +1,4 @@
-"""Idle claimers wake on enqueue instead of polling (backends declaring WAKEUP)."""
+"""Idle claimers wake on enqueue instead of polling (WAKEUP), or are handed jobs (HANDOFF)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from pqueue.broker import Capability, FullBroker
-from pqueue.testing.contract.helpers import OpenAnother, put, take
+from pqueue.broker import Capability, Claimer, FullBroker
+from pqueue.job import JobStatus
+from pqueue.testing.contract.helpers import LEASE, WORKER, OpenAnother, put, put_many, status_of, take
 
 
 @pytest.mark.asyncio
@@ -34,3 +35,55 @@ class WakeupContract:
 
     async def test_wait_times_out_when_nothing_comes(self, broker: FullBroker) -> None:
         assert await broker.wait_for_jobs(["default"], timeout=0.05) is False
+
+
+@pytest.mark.asyncio
+class HandoffContract:
+    """A claimer waiting in ``wait_for_jobs``: backends declaring HANDOFF lease it the oldest
+    due jobs meanwhile; the others only wake it, and its claim takes them."""
+
+    async def test_a_waiting_claimer_is_handed_the_oldest_jobs_or_woken_to_claim_them(
+        self, broker: FullBroker, open_broker: OpenAnother
+    ) -> None:
+        producer = await open_broker()
+        claimer = Claimer(WORKER, limit=2, lease_for=LEASE)
+        waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
+        await asyncio.sleep(0.2)  # let the waiter park
+        first, second, third = await put_many(producer, 3)
+        assert await asyncio.wait_for(waiter, 10) is True
+        handed = Capability.HANDOFF in broker.capabilities
+        expected = JobStatus.ACTIVE if handed else JobStatus.PENDING
+        for job_id in (first, second):  # leased by the enqueue, before any claim (HANDOFF)
+            job = await producer.get_job(job_id)
+            assert (job.status, job.attempt) == (expected, 1 if handed else 0)
+        assert await status_of(producer, third) == JobStatus.PENDING
+        if handed:  # the handed-off two are not claimable by anyone else
+            other = await producer.claim(["default"], worker_id="someone-else", limit=10, lease_for=LEASE)
+            assert [lease.job.id for lease in other] == [third]
+        leases = await broker.claim(["default"], worker_id=WORKER, limit=2, lease_for=LEASE)
+        assert [lease.job.id for lease in leases] == [first, second]
+        assert all(await broker.ack(leases))
+        assert await status_of(producer, first) == JobStatus.COMPLETED
+
+    async def test_jobs_never_collected_by_a_waiting_claimer_are_pending_after_its_close(
+        self, broker: FullBroker, open_broker: OpenAnother
+    ) -> None:
+        producer = await open_broker()
+        claimer = Claimer(WORKER, limit=5, lease_for=LEASE)
+        waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
+        await asyncio.sleep(0.2)
+        job_id = await put(producer)
+        assert await asyncio.wait_for(waiter, 10) is True
+        await broker.close()  # without claiming: anything handed off is given back unrun
+        job = await producer.get_job(job_id)
+        assert (job.status, job.attempt) == (JobStatus.PENDING, 0)
+        assert [lease.job.id for lease in await take(producer)] == [job_id]
+
+    async def test_a_claimer_that_waits_with_work_due_is_not_handed_anything(
+        self, broker: FullBroker
+    ) -> None:
+        job_id = await put(broker)
+        claimer = Claimer(WORKER, limit=5, lease_for=LEASE)
+        assert await broker.wait_for_jobs(["default"], timeout=20, claimer=claimer) is True
+        assert await status_of(broker, job_id) == JobStatus.PENDING  # the claim that follows takes it
+        assert [lease.job.id for lease in await take(broker)] == [job_id]

@@ -124,3 +124,96 @@ local function pq_add_error(job_key, error_obj, keep)
   end
   redis.call('HSET', job_key, 'errors', cjson.encode(history))
 end
+
+-- Lease up to `limit` due jobs from the head of pending to `worker`: each becomes active
+-- with attempt + 1, a fresh token (from the seq counter) and an entry in the active set
+-- scored by the deadline now + lease. An id whose job is gone or no longer pending (a
+-- stale entry) is dropped; a job key of the wrong type is read with pcall and dropped
+-- too, since nothing may raise after the LPOP (Redis does not roll a script back).
+-- Returns deadline, {{id, fields}, ...}: fields is the job's HGETALL before the lease
+-- followed by the fields the lease changed (the last value of a field wins), all text.
+local function pq_lease(pending, active, seq_key, job_prefix, now, limit, lease, worker)
+  local deadline = now + lease
+  local ids = redis.call('LPOP', pending, limit)
+  if not ids then
+    return deadline, {}
+  end
+  local token = redis.call('INCRBY', seq_key, #ids) - #ids
+  local out, leased = {}, {}
+  for _, id in ipairs(ids) do
+    local key = job_prefix .. id
+    local fields = redis.pcall('HGETALL', key)
+    local status, attempt = nil, 0
+    if fields['err'] ~= nil then
+      fields = {}
+    end
+    for i = 1, #fields, 2 do
+      local name = fields[i]
+      if name == 'status' then
+        status = fields[i + 1]
+      elseif name == 'attempt' then
+        attempt = tonumber(fields[i + 1]) or 0
+      end
+    end
+    if status == 'pending' then
+      token = token + 1
+      local changed = {'status', 'active', 'attempt', pq_int(attempt + 1), 'token', pq_int(token),
+        'started_at', pq_int(now), 'worker', worker}
+      redis.call('HSET', key, unpack(changed))
+      for i = 1, #changed do
+        fields[#fields + 1] = changed[i]
+      end
+      leased[#leased + 1] = deadline
+      leased[#leased + 1] = id
+      out[#out + 1] = {id, fields}
+    end
+  end
+  if #leased > 0 then
+    pq_chunked('ZADD', active, leased)
+  end
+  return deadline, out
+end
+
+-- Drop up to 100 parked claimers whose parking expired (park.lua), from both keys.
+local function pq_unpark_expired(parked, parkers, now)
+  local gone = redis.call('ZRANGE', parked, '-inf', pq_int(now), 'BYSCORE', 'LIMIT', 0, 100)
+  if #gone > 0 then
+    redis.call('ZREM', parked, unpack(gone))
+    redis.call('HDEL', parkers, unpack(gone))
+  end
+end
+
+-- Hand due jobs straight to parked claimers (one hop; docs/redis.md, "Hand-off"): while
+-- pending holds jobs and a claimer is parked, unpark it, lease it up to its limit from
+-- the head of pending and publish the leases on its broker's hand-off channel. A
+-- claimer whose broker no longer listens is dropped without a lease: its jobs stay
+-- pending for the wake-up. Returns how many jobs were handed off.
+local function pq_hand_off(pending, active, seq_key, parked, parkers, job_prefix, now, channel_prefix, queue)
+  if redis.call('EXISTS', parked) == 0 or redis.call('LLEN', pending) == 0 then
+    return 0
+  end
+  pq_unpark_expired(parked, parkers, now)
+  local handed = 0
+  while redis.call('LLEN', pending) > 0 do
+    local found = redis.call('ZRANGE', parked, '(' .. pq_int(now), '+inf', 'BYSCORE', 'LIMIT', 0, 1)
+    if #found == 0 then
+      break
+    end
+    local member = found[1]
+    local how = redis.call('HGET', parkers, member)
+    redis.call('ZREM', parked, member)
+    redis.call('HDEL', parkers, member)
+    local hub, worker = string.match(member, '^(%S+) (.+)$')
+    local limit, lease = string.match(how or '', '^(%d+) (%d+)$')
+    local channel = channel_prefix .. (hub or '')
+    if hub and limit and redis.call('PUBSUB', 'NUMSUB', channel)[2] > 0 then
+      local deadline, jobs = pq_lease(pending, active, seq_key, job_prefix, now, tonumber(limit),
+        tonumber(lease), worker)
+      if #jobs > 0 then
+        redis.call('PUBLISH', channel, cjson.encode({q = queue, d = pq_int(deadline), w = worker, j = jobs}))
+        handed = handed + #jobs
+      end
+    end
+  end
+  return handed
+end

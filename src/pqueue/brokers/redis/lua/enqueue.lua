@@ -3,13 +3,18 @@
 -- Due jobs already in the scheduled/retry sets are promoted first, so a new immediate
 -- job lines up behind every job that was due before it. A job whose id already exists,
 -- or whose unique key is held (value "<holder id>|<expires ms>", expiry judged on the
--- script's clock; the PX TTL only collects garbage), is not stored.
+-- script's clock; the PX TTL only collects garbage), is not stored. Due jobs then go
+-- straight to parked claimers, leased (pq_hand_off in _lib.lua); a wake-up is published
+-- only if due jobs are left over for the others.
 --
 -- KEYS[1]  <p>:{q}:pending      list of due job ids
 -- KEYS[2]  <p>:{q}:scheduled    zset id -> run_at ms
 -- KEYS[3]  <p>:{q}:retry        zset id -> run_at ms
 -- KEYS[4]  <p>:{q}:seq          counter: enqueue order and lease tokens
--- KEYS[4+k] <p>:{q}:unique:<key> for the k-th job (in batch order) that has a unique key
+-- KEYS[5]  <p>:{q}:active       zset id -> lease deadline ms (hand-offs lease)
+-- KEYS[6]  <p>:{q}:parked       zset parked claimer -> parking expiry ms
+-- KEYS[7]  <p>:{q}:parkers      hash parked claimer -> "<limit> <lease ms>"
+-- KEYS[7+k] <p>:{q}:unique:<key> for the k-th job (in batch order) that has a unique key
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  wake-up channel
@@ -21,6 +26,7 @@
 --          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
 --          idempotency_key, meta (JSON text)   absent when no job sets them, else an
 --                                              array with null for jobs that do not
+-- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
 -- Errors:  none of its own.
@@ -59,7 +65,7 @@ pq_promote(pending, scheduled, KEYS[3], job_prefix, now, tonumber(ARGV[5]))
 local seq = redis.call('INCRBY', KEYS[4], n) - n
 local out, due, later = {}, {}, {}
 local earliest = nil
-local unique_index = 4
+local unique_index = 7
 
 -- The id of the job already holding job i's id or unique key, or nil (then the key is taken).
 local function holder_of(i, id, key)
@@ -130,6 +136,7 @@ end
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
+pq_hand_off(pending, KEYS[5], KEYS[4], KEYS[6], KEYS[7], job_prefix, now, ARGV[7], ARGV[4])
 if (was_empty and redis.call('LLEN', pending) > 0) or (earliest ~= nil and (head == nil or earliest < head)) then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end

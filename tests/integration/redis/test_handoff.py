@@ -1,0 +1,132 @@
+"""Redis hand-off to parked claimers (docs/redis.md, "Hand-off"): the edges the contract
+does not reach — stale and dead claimers, malformed entries and messages, corrupt jobs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio import Redis
+
+from pqueue.broker import Claimer, FullBroker
+from pqueue.brokers.redis import broker as redis_broker
+from pqueue.clock import ManualClock
+from pqueue.job import JobStatus
+from pqueue.spec import build_spec
+from tests.conftest import service_url
+from tests.integration.redis.conftest import OpenRedis
+
+pytestmark = [pytest.mark.redis, pytest.mark.asyncio]
+
+CLAIMER = Claimer("w1", limit=4, lease_for=30)
+
+
+async def _park(broker: FullBroker, claimer: Claimer = CLAIMER, timeout: float = 30) -> asyncio.Task[bool]:
+    """A wait that has parked ``claimer`` on "default" (nothing due there)."""
+    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=timeout, claimer=claimer))
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    return waiter
+
+
+async def _raw() -> Redis:
+    return Redis.from_url(str(service_url("redis")), decode_responses=True)
+
+
+async def test_leases_left_uncollected_are_given_back_after_a_while(
+    open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_broker, "STALE_AFTER", 0.3)
+    worker, producer = await open_redis(), await open_redis()
+    waiter = await _park(worker)
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await asyncio.wait_for(waiter, 10) is True
+    assert (await producer.get_job(result.id)).status is JobStatus.ACTIVE
+    await asyncio.sleep(1.0)  # never claimed: given back, unrun
+    job = await producer.get_job(result.id)
+    assert (job.status, job.attempt) == (JobStatus.PENDING, 0)
+    assert await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30) != []
+
+
+async def test_a_claimer_whose_broker_stopped_listening_gets_nothing(open_redis: OpenRedis) -> None:
+    gone, producer, other = await open_redis(), await open_redis(), await open_redis()
+    waiter = await _park(gone)
+    waiter.cancel()
+    await gone.close()  # its entry in `parked` outlives it
+    woken = asyncio.create_task(other.wait_for_jobs(["default"], timeout=30))
+    await asyncio.sleep(0.2)
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await asyncio.wait_for(woken, 10) is True  # the wake-up went out instead
+    assert (await producer.get_job(result.id)).status is JobStatus.PENDING
+
+
+async def test_an_expired_parking_is_not_used(open_redis: OpenRedis) -> None:
+    clock = ManualClock()
+    worker, producer = await open_redis(clock=clock), await open_redis(clock=clock)
+    waiter = await _park(worker, timeout=5)
+    clock.advance(60)  # far past the parking's expiry on the scripts' clock
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await asyncio.wait_for(waiter, 10) is True  # woken, not handed anything
+    assert (await producer.get_job(result.id)).status is JobStatus.PENDING
+
+
+async def test_a_malformed_parked_entry_is_dropped_and_the_job_stays_pending(
+    open_redis: OpenRedis, shared_prefix: str
+) -> None:
+    producer = await open_redis()
+    raw = await _raw()
+    try:
+        parked, parkers = f"{shared_prefix}:{{default}}:parked", f"{shared_prefix}:{{default}}:parkers"
+        for member, how in (("nospace", "4 30000"), ("h1 w1", "garbage")):
+            await raw.zadd(parked, {member: 2**52})
+            await raw.hset(parkers, member, how)
+        [result] = await producer.enqueue([build_spec("t")])
+        assert (await producer.get_job(result.id)).status is JobStatus.PENDING
+        assert await raw.zcard(parked) == 0
+    finally:
+        await raw.aclose()
+
+
+async def test_a_corrupt_job_handed_off_is_dead_lettered_by_the_claim_that_collects_it(
+    open_redis: OpenRedis, shared_prefix: str
+) -> None:
+    worker, producer = await open_redis(), await open_redis()
+    [bad] = await producer.enqueue([build_spec("t", 1, delay=3600)])
+    waiter = await _park(worker)
+    raw = await _raw()
+    try:  # behind the parked worker's back, make it due with a payload that is not JSON
+        job_key = f"{shared_prefix}:{{default}}:job:{bad.id}"
+        await raw.hset(job_key, mapping={"payload": "{not json", "status": "pending"})
+        await raw.zrem(f"{shared_prefix}:{{default}}:scheduled", bad.id)
+        await raw.rpush(f"{shared_prefix}:{{default}}:pending", bad.id)
+    finally:
+        await raw.aclose()
+    [good] = await producer.enqueue([build_spec("t", 2)])  # hands off both, oldest first
+    assert await asyncio.wait_for(waiter, 10) is True
+    leases = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
+    assert [lease.job.id for lease in leases] == [good.id]
+    raw = await _raw()
+    try:
+        assert await raw.hget(job_key, "status") == "dead"
+        assert await raw.zscore(f"{shared_prefix}:{{default}}:dead", bad.id) is not None
+    finally:
+        await raw.aclose()
+
+
+async def test_a_malformed_hand_off_message_is_dropped_and_listening_goes_on(
+    open_redis: OpenRedis, shared_prefix: str
+) -> None:
+    worker, producer = await open_redis(), await open_redis()
+    waiter = await _park(worker)
+    raw = await _raw()
+    try:
+        for channel in await raw.pubsub_channels(f"{shared_prefix}:handoff:*"):
+            await raw.publish(channel, '{"q": "default", "d": "x"}')
+            await raw.publish(channel, "[[[")
+    finally:
+        await raw.aclose()
+    await asyncio.sleep(0.1)
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await asyncio.wait_for(waiter, 10) is True
+    leases = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
+    assert [lease.job.id for lease in leases] == [result.id]
