@@ -46,6 +46,34 @@ async def test_drain_lets_running_jobs_finish_and_claims_nothing_new(
     assert [(j.status, j.attempt) for j in rest] == [(JobStatus.PENDING, 0)] * 4
 
 
+async def test_a_job_enqueued_as_an_idle_worker_stops_is_left_for_others_unrun(
+    client: AsyncClient, make_worker: MakeWorker
+) -> None:
+    """An idle worker may still be parked (Redis hand-off) when it stops: a job leased to
+    it then is given back at close, never run and never left active."""
+    router = Router()
+    ran: list[str] = []
+
+    @router.task("work")
+    async def work(job: Job) -> None:
+        ran.append(job.id)
+
+    worker = make_worker(router, concurrency=2, poll_interval=5.0)  # long waits: stays parked
+    serving = asyncio.create_task(worker.serve())
+    await eventually(lambda: worker.is_running)
+    await asyncio.sleep(0.3)  # idle, waiting for work
+    worker.stop()
+    result = await client.enqueue("work", 1)
+    await asyncio.wait_for(serving, 30)
+    job = await client.get_job(result.id)
+    if ran:  # claimed before the stop took effect: then it ran to the end
+        assert (job.status, ran) == (JobStatus.COMPLETED, [result.id])
+    else:  # pending again, with no attempt spent, and claimable by the next worker
+        assert (job.status, job.attempt) == (JobStatus.PENDING, 0)
+        [lease] = await client.broker.claim(["default"], worker_id="next", limit=1, lease_for=30)
+        assert lease.job.id == result.id
+
+
 async def test_drain_past_the_timeout_hands_back_unfinished_jobs(
     client: AsyncClient, make_worker: MakeWorker
 ) -> None:

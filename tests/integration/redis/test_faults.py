@@ -9,7 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 import pqueue
-from pqueue.broker import FullBroker
+from pqueue.broker import Claimer, FullBroker
 from pqueue.errors import BrokerUnavailable
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
@@ -91,6 +91,28 @@ async def test_wakeups_resume_after_the_listener_connection_is_killed(private_re
         await producer.enqueue([build_spec("t")])
         # woken by the push, not by the 30 s timeout
         assert await asyncio.wait_for(waiter, 10) is True
+    finally:
+        await producer.close()
+        await waiter_broker.close()
+
+
+@pytest.mark.asyncio
+async def test_a_parked_claimer_whose_listener_was_killed_still_gets_the_job(
+    private_redis: PrivateRedis,
+) -> None:
+    waiter_broker = await _open(private_redis)
+    producer = await _open(private_redis)
+    claimer = Claimer("w", limit=4, lease_for=30)
+    try:
+        assert await waiter_broker.wait_for_jobs(["default"], timeout=0.05, claimer=claimer) is False
+        waiter = asyncio.create_task(waiter_broker.wait_for_jobs(["default"], timeout=30, claimer=claimer))
+        await asyncio.sleep(0.2)  # parked
+        assert await _kill_clients(private_redis, f"pqueue:{PREFIX}:") >= 2
+        [result] = await producer.enqueue([build_spec("t")])  # while the listener is down
+        # either handed off (if it resubscribed first) or left pending and announced on resubscribe
+        assert await asyncio.wait_for(waiter, 10) is True
+        leases = await waiter_broker.claim(["default"], worker_id="w", limit=4, lease_for=30)
+        assert [lease.job.id for lease in leases] == [result.id]
     finally:
         await producer.close()
         await waiter_broker.close()
