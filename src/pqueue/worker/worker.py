@@ -7,8 +7,8 @@ started job runs in its own asyncio task (async handlers on the loop, sync ones 
 bounded set of threads). When idle it parks in ``broker.wait_for_jobs`` (woken by an
 enqueue, by the side thread after promoting or recovering jobs, or by a stop) with a
 bounded poll as a fallback; a broker that hands off (Redis) may lease it jobs there,
-which its next claim returns without a round trip. Heartbeats and housekeeping run on a side thread
-(:mod:`.sidecar`).
+which its next claim returns without a round trip. Heartbeats and housekeeping run on a
+side thread (:mod:`.sidecar`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ does not reach — stale and dead claimers, malformed entries and messages, corr
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from redis.asyncio import Redis
@@ -29,8 +31,14 @@ async def _park(broker: FullBroker, claimer: Claimer = CLAIMER, timeout: float =
     return waiter
 
 
-async def _raw() -> Redis:
-    return Redis.from_url(str(service_url("redis")), decode_responses=True)
+@asynccontextmanager
+async def _raw() -> AsyncIterator[Redis]:
+    """A plain client on the shared server, to read or spoil keys behind the broker's back."""
+    client = Redis.from_url(str(service_url("redis")), decode_responses=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 async def test_leases_left_uncollected_are_given_back_after_a_while(
@@ -74,8 +82,7 @@ async def test_a_malformed_parked_entry_is_dropped_and_the_job_stays_pending(
     open_redis: OpenRedis, shared_prefix: str
 ) -> None:
     producer = await open_redis()
-    raw = await _raw()
-    try:
+    async with _raw() as raw:
         parked, parkers = f"{shared_prefix}:{{default}}:parked", f"{shared_prefix}:{{default}}:parkers"
         for member, how in (("nospace", "4 30000"), ("h1 w1", "garbage")):
             await raw.zadd(parked, {member: 2**52})
@@ -83,8 +90,6 @@ async def test_a_malformed_parked_entry_is_dropped_and_the_job_stays_pending(
         [result] = await producer.enqueue([build_spec("t")])
         assert (await producer.get_job(result.id)).status is JobStatus.PENDING
         assert await raw.zcard(parked) == 0
-    finally:
-        await raw.aclose()
 
 
 async def test_a_corrupt_job_handed_off_is_dead_lettered_by_the_claim_that_collects_it(
@@ -93,24 +98,18 @@ async def test_a_corrupt_job_handed_off_is_dead_lettered_by_the_claim_that_colle
     worker, producer = await open_redis(), await open_redis()
     [bad] = await producer.enqueue([build_spec("t", 1, delay=3600)])
     waiter = await _park(worker)
-    raw = await _raw()
-    try:  # behind the parked worker's back, make it due with a payload that is not JSON
+    async with _raw() as raw:  # behind the parked worker's back, make it due with a payload that is not JSON
         job_key = f"{shared_prefix}:{{default}}:job:{bad.id}"
         await raw.hset(job_key, mapping={"payload": "{not json", "status": "pending"})
         await raw.zrem(f"{shared_prefix}:{{default}}:scheduled", bad.id)
         await raw.rpush(f"{shared_prefix}:{{default}}:pending", bad.id)
-    finally:
-        await raw.aclose()
     [good] = await producer.enqueue([build_spec("t", 2)])  # hands off both, oldest first
     assert await asyncio.wait_for(waiter, 10) is True
     leases = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
     assert [lease.job.id for lease in leases] == [good.id]
-    raw = await _raw()
-    try:
+    async with _raw() as raw:
         assert await raw.hget(job_key, "status") == "dead"
         assert await raw.zscore(f"{shared_prefix}:{{default}}:dead", bad.id) is not None
-    finally:
-        await raw.aclose()
 
 
 async def test_a_malformed_hand_off_message_is_dropped_and_listening_goes_on(
@@ -118,13 +117,10 @@ async def test_a_malformed_hand_off_message_is_dropped_and_listening_goes_on(
 ) -> None:
     worker, producer = await open_redis(), await open_redis()
     waiter = await _park(worker)
-    raw = await _raw()
-    try:
+    async with _raw() as raw:
         for channel in await raw.pubsub_channels(f"{shared_prefix}:handoff:*"):
             await raw.publish(channel, '{"q": "default", "d": "x"}')
             await raw.publish(channel, "[[[")
-    finally:
-        await raw.aclose()
     await asyncio.sleep(0.1)
     [result] = await producer.enqueue([build_spec("t")])
     assert await asyncio.wait_for(waiter, 10) is True

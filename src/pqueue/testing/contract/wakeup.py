@@ -37,6 +37,15 @@ class WakeupContract:
         assert await broker.wait_for_jobs(["default"], timeout=0.05) is False
 
 
+async def _waiting_claimer(broker: FullBroker, limit: int) -> asyncio.Task[bool]:
+    """A claimer of up to ``limit`` jobs waiting on "default" (parked, where backends park)."""
+    claimer = Claimer(WORKER, limit=limit, lease_for=LEASE)
+    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
+    await asyncio.sleep(0.2)  # let the waiter park
+    assert not waiter.done()
+    return waiter
+
+
 @pytest.mark.asyncio
 class HandoffContract:
     """A claimer waiting in ``wait_for_jobs``: backends declaring HANDOFF lease it the oldest
@@ -46,9 +55,7 @@ class HandoffContract:
         self, broker: FullBroker, open_broker: OpenAnother
     ) -> None:
         producer = await open_broker()
-        claimer = Claimer(WORKER, limit=2, lease_for=LEASE)
-        waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
-        await asyncio.sleep(0.2)  # let the waiter park
+        waiter = await _waiting_claimer(broker, limit=2)
         first, second, third = await put_many(producer, 3)
         assert await asyncio.wait_for(waiter, 10) is True
         handed = Capability.HANDOFF in broker.capabilities
@@ -69,9 +76,7 @@ class HandoffContract:
         self, broker: FullBroker, open_broker: OpenAnother
     ) -> None:
         producer = await open_broker()
-        claimer = Claimer(WORKER, limit=5, lease_for=LEASE)
-        waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
-        await asyncio.sleep(0.2)
+        waiter = await _waiting_claimer(broker, limit=5)
         job_id = await put(producer)
         assert await asyncio.wait_for(waiter, 10) is True
         await broker.close()  # without claiming: anything handed off is given back unrun
