@@ -200,7 +200,13 @@ SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken);
 -- (run_at, seq). The nested loop stops as soon as the limit is reached, so later queues are
 -- not even read (or locked) when earlier ones fill the claim. Each leg is an index range
 -- scan of jobs_claim. The caller sorts the rows by (pos, run_at, seq).
-WITH picked AS MATERIALIZED (
+-- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
+-- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
+-- again, and the ack that follows is durable, which makes the claim before it durable too.
+WITH relaxed AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true) AS setting
+),
+picked AS MATERIALIZED (
     SELECT j.id, q.pos
     FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)
     CROSS JOIN LATERAL (
@@ -221,7 +227,7 @@ UPDATE {schema}.jobs AS t SET
     lease_token = nextval('{schema}.lease_token'),
     lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
     worker_id = %(worker_id)s
-FROM picked
+FROM picked, relaxed
 WHERE t.id = picked.id
 RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns};
 
