@@ -126,3 +126,18 @@ async def test_a_malformed_hand_off_message_is_dropped_and_listening_goes_on(
     assert await asyncio.wait_for(waiter, 10) is True
     leases = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
     assert [lease.job.id for lease in leases] == [result.id]
+
+
+async def test_close_gives_back_jobs_handed_off_just_before_it(open_redis: OpenRedis) -> None:
+    """A hand-off published just before close may not have been read yet: close unparks,
+    waits for everything sent before that, and gives it back unrun."""
+    producer = await open_redis()
+    for _ in range(20):
+        worker = await open_redis()
+        waiter = await _park(worker)
+        [result] = await producer.enqueue([build_spec("t")])
+        await worker.close()  # at once: the hand-off may still be on its way
+        assert await asyncio.wait_for(waiter, 10) in (True, False)
+        job = await producer.get_job(result.id)
+        assert (job.status, job.attempt) == (JobStatus.PENDING, 0)
+        assert await producer.cancel(result.id)

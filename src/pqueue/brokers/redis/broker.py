@@ -72,6 +72,7 @@ class RedisBroker(RedisInspector):
         self._handoff_id = uuid.uuid4().hex  # names this broker's hand-off channel
         self._box = HandoffBox()
         self._sweeper: asyncio.Task[None] | None = None
+        self._parked: dict[str, set[str]] = {}  # queue -> claimers this broker parked there
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> RedisBroker:
@@ -88,6 +89,7 @@ class RedisBroker(RedisInspector):
     async def close(self) -> None:
         hub, self._hub = self._hub, None
         if hub is not None:
+            await self._unpark(hub)
             await hub.close()
         sweeper, self._sweeper = self._sweeper, None
         if sweeper is not None:
@@ -211,6 +213,24 @@ class RedisBroker(RedisInspector):
             await self.release(await self._leases(held))
         except Exception as exc:  # noqa: BLE001 - the listener and close() must go on
             log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
+
+    async def _unpark(self, hub: WakeHub) -> None:
+        """Take this broker's claimers out of every parked set, then receive what was handed
+        to them before that, so ``close`` can give it back instead of leaving it leased."""
+        parked, self._parked = self._parked, {}
+        if not parked:
+            return
+        commands: list[tuple[Any, ...]] = []
+        for queue, members in parked.items():
+            k = self.queue(queue)
+            commands += [("ZREM", k.parked, *members), ("HDEL", k.parkers, *members)]
+        try:
+            await self.run_many(commands)
+        except (RedisError, OSError) as exc:  # their parking expires within seconds anyway
+            log.warning("pqueue: could not unpark this broker's claimers (%s)", exc)
+            return
+        if not await hub.flush(timeout=2.0):
+            log.warning("pqueue: jobs handed off just before close may stay leased until their lease expires")
 
     async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
         """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried.
@@ -366,6 +386,8 @@ class RedisBroker(RedisInspector):
     ) -> tuple[bool, float | None]:
         """Like :meth:`_due`, parking ``claimer`` on each queue that has nothing due."""
         member = f"{self._handoff_id} {claimer.worker_id}"
+        for queue in queues:
+            self._parked.setdefault(queue, set()).add(member)
         limit, lease_ms, park_ms = max(1, claimer.limit), max(1, to_ms(claimer.lease_for)), to_ms(park_for)
         now = self.now_arg()
         replies = await self.run_many(

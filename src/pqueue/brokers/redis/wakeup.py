@@ -9,7 +9,8 @@ look again (messages sent while it was away are lost).
 
 The same connection also listens on the broker's own hand-off channel, on which enqueues
 publish jobs leased to this broker's parked claimers (:mod:`.handoff`); those messages
-go to ``on_handoff``.
+go to ``on_handoff``. :meth:`WakeHub.flush` sends a marker down that channel and waits
+for it, so every hand-off published before the call has been received when it returns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Iterable
 
 from redis.asyncio import Redis
@@ -25,6 +27,9 @@ from redis.exceptions import RedisError
 from pqueue.brokers.redis.core import honour_lost_cancel
 
 log = logging.getLogger("pqueue.redis")
+
+FLUSH_MARKER = "flush "
+"""Prefix of a flush marker on the hand-off channel (hand-offs are JSON objects)."""
 
 
 class WakeHub:
@@ -40,6 +45,7 @@ class WakeHub:
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._flushes: dict[str, asyncio.Event] = {}
 
     async def subscribed(self, timeout: float) -> bool:
         """Start listening if needed; True once the subscription is confirmed."""
@@ -110,13 +116,41 @@ class WakeHub:
         kind = message.get("type")
         if kind == "message":
             if message.get("channel") == self._handoff_channel:
-                self._on_handoff(str(message.get("data")))
+                self._received(str(message.get("data")))
             else:
                 self._wake(str(message.get("data")))
         elif kind == "subscribe" and message.get("channel") == self._handoff_channel:  # the last one
             if self._ready.is_set():  # a re-subscription after a reconnect: look again
                 self._wake_all()
             self._ready.set()
+
+    def _received(self, data: str) -> None:
+        if data.startswith(FLUSH_MARKER):
+            flushed = self._flushes.get(data[len(FLUSH_MARKER) :])
+            if flushed is not None:
+                flushed.set()
+        else:
+            self._on_handoff(data)
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until every hand-off published before this call has been received.
+
+        Redis delivers one channel's messages in the order they were published, so a
+        marker published now arrives after them. False if it did not come in ``timeout``.
+        """
+        if self._task is None or self._task.done() or self._ready is None or not self._ready.is_set():
+            return False
+        marker = uuid.uuid4().hex
+        arrived = self._flushes[marker] = asyncio.Event()
+        try:
+            await self._client.publish(self._handoff_channel, FLUSH_MARKER + marker)
+            async with asyncio.timeout(timeout):
+                await arrived.wait()
+            return True
+        except (TimeoutError, RedisError, OSError):
+            return False
+        finally:
+            del self._flushes[marker]
 
     async def close(self) -> None:
         task, self._task = self._task, None
