@@ -91,3 +91,16 @@ async def settled(client: AsyncClient, job_id: str, *statuses: JobStatus, timeou
 
     job: Job = await eventually(check, timeout=timeout, what=f"job {job_id} to reach {sorted(wanted)}")
     return job
+
+
+def count_broker_enqueues(client: AsyncClient) -> list[int]:
+    """Wrap ``client``'s broker so each enqueue call appends its batch size to the list returned."""
+    calls: list[int] = []
+    real = client.broker.enqueue
+
+    async def counting(specs):  # type: ignore[no-untyped-def]
+        calls.append(len(specs))
+        return await real(specs)
+
+    client.broker.enqueue = counting  # type: ignore[method-assign]
+    return calls

@@ -9,7 +9,7 @@ import pytest
 
 from pqueue import AsyncClient, Client, InvalidPayload, Job, JobNotFound, JobStatus, Router, SkipRetry, Task
 from pqueue.clock import ManualClock, to_datetime
-from tests.worker.conftest import MakeWorker, running, settled
+from tests.worker.conftest import MakeWorker, count_broker_enqueues, running, settled
 
 
 async def test_enqueue_stores_every_option(client: AsyncClient, clock: ManualClock) -> None:
@@ -54,14 +54,7 @@ async def test_refused_unique_enqueue_returns_the_existing_id(client: AsyncClien
 
 
 async def test_enqueue_many_is_one_broker_call_in_order(client: AsyncClient) -> None:
-    calls: list[int] = []
-    real = client.broker.enqueue
-
-    async def counting(specs):  # type: ignore[no-untyped-def]
-        calls.append(len(specs))
-        return await real(specs)
-
-    client.broker.enqueue = counting  # type: ignore[method-assign]
+    calls = count_broker_enqueues(client)
     tasks = [Task("batch:item", i, queue="low" if i % 2 else "default") for i in range(250)]
     results = await client.enqueue_many(tasks)
     assert calls == [250] and all(r.created for r in results)

@@ -9,19 +9,13 @@ import pytest
 
 from pqueue import AsyncClient, Client, InvalidPayload, Job, JobStatus, Router
 from pqueue.clock import ManualClock, to_datetime
+from tests.worker.conftest import count_broker_enqueues
 
 
 async def test_one_job_per_payload_with_the_same_options_in_one_call(
     client: AsyncClient, clock: ManualClock
 ) -> None:
-    calls: list[int] = []
-    real = client.broker.enqueue
-
-    async def counting(specs):  # type: ignore[no-untyped-def]
-        calls.append(len(specs))
-        return await real(specs)
-
-    client.broker.enqueue = counting  # type: ignore[method-assign]
+    calls = count_broker_enqueues(client)
     payloads = [{"n": i} for i in range(300)]
     results = await client.enqueue_map(
         "fan:out", payloads, queue="low", delay=timedelta(seconds=30), max_retries=7, timeout=2.5,
