@@ -141,3 +141,10 @@ async def test_close_gives_back_jobs_handed_off_just_before_it(open_redis: OpenR
         job = await producer.get_job(result.id)
         assert (job.status, job.attempt) == (JobStatus.PENDING, 0)
         assert await producer.cancel(result.id)
+
+
+async def test_a_wait_without_a_claimer_only_looks(open_redis: OpenRedis, shared_prefix: str) -> None:
+    broker = await open_redis()
+    assert await broker.wait_for_jobs(["default"], timeout=0.05) is False
+    async with _raw() as raw:
+        assert await raw.exists(f"{shared_prefix}:{{default}}:parked") == 0

@@ -357,11 +357,8 @@ class RedisBroker(RedisInspector):
                 event.clear()
                 if claimer is not None and self._box.holds(claimer.worker_id):
                     return True
-                if claimer is not None and listening:
-                    park_for = deadline - loop.time() + PARK_MARGIN
-                    due, next_in = await self._park(queues, claimer, park_for)
-                else:
-                    due, next_in = await self._due(queues)
+                park_for = deadline - loop.time() + PARK_MARGIN
+                due, next_in = await self._look(queues, claimer if listening else None, park_for)
                 left = deadline - loop.time()
                 if due:
                     return True
@@ -381,15 +378,20 @@ class RedisBroker(RedisInspector):
             if claimer is not None:
                 self._box.unwatch(claimer.worker_id, event)
 
-    async def _park(
-        self, queues: Sequence[str], claimer: Claimer, park_for: float
+    async def _look(
+        self, queues: Sequence[str], claimer: Claimer | None, park_for: float
     ) -> tuple[bool, float | None]:
-        """Like :meth:`_due`, parking ``claimer`` on each queue that has nothing due."""
-        member = f"{self._handoff_id} {claimer.worker_id}"
-        for queue in queues:
-            self._parked.setdefault(queue, set()).add(member)
-        limit, lease_ms, park_ms = max(1, claimer.limit), max(1, to_ms(claimer.lease_for)), to_ms(park_for)
-        now = self.now_arg()
+        """Whether any of ``queues`` has a due job, else seconds until the next one (or None);
+        with a ``claimer``, it is parked for ``park_for`` seconds on each queue (park.lua)."""
+        if not queues:
+            return False, None
+        member, limit, lease_ms = "", 1, 1
+        if claimer is not None:
+            member = f"{self._handoff_id} {claimer.worker_id}"
+            limit, lease_ms = max(1, claimer.limit), max(1, to_ms(claimer.lease_for))
+            for queue in queues:
+                self._parked.setdefault(queue, set()).add(member)
+        now, park_ms = self.now_arg(), to_ms(park_for)
         replies = await self.run_many(
             [
                 calls.park(self.queue(q), now, member, limit=limit, lease_ms=lease_ms, park_ms=park_ms)
@@ -400,29 +402,6 @@ class RedisBroker(RedisInspector):
             return True, None
         waits = [int(wait_ms) for _, wait_ms in replies if int(wait_ms) >= 0]
         return False, (min(waits) / 1000 if waits else None)
-
-    async def _due(self, queues: Sequence[str]) -> tuple[bool, float | None]:
-        """Whether any of ``queues`` has a due job; else seconds until the next one (or None)."""
-        commands: list[tuple[Any, ...]] = []
-        for queue in queues:
-            k = self.queue(queue)
-            commands += [
-                ("LLEN", k.pending),
-                ("ZRANGE", k.scheduled, 0, 0, "WITHSCORES"),
-                ("ZRANGE", k.retry, 0, 0, "WITHSCORES"),
-            ]
-        if not commands:
-            return False, None
-        found = await self.run_many(commands)
-        heads: list[float] = []
-        for i in range(0, len(found), 3):
-            if int(found[i]) > 0:
-                return True, None
-            heads += [float(score) for score in found[i + 1][1::2] + found[i + 2][1::2]]
-        if not heads:
-            return False, None
-        wait_ms = min(heads) - await self.now_ms()
-        return wait_ms <= 0, max(wait_ms, 0) / 1000
 
     @translated
     async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:

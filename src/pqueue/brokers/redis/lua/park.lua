@@ -1,4 +1,5 @@
 -- park.lua: an idle claimer looks for due work in one queue and, finding none, parks.
+-- `wait_for_jobs` looks with it whether or not it parks (no claimer: look only).
 --
 -- Parking registers the claimer in the queue's `parked` set until the expiry now + park
 -- ms, with how many jobs it takes and for how long; the enqueue script then leases due
@@ -12,7 +13,7 @@
 -- KEYS[4]  <p>:{q}:parked       zset parked claimer -> parking expiry ms
 -- KEYS[5]  <p>:{q}:parkers      hash parked claimer -> "<limit> <lease ms>"
 -- ARGV[1]  now ms, or '' for the server clock
--- ARGV[2]  the claimer: "<broker hand-off id> <worker id>"
+-- ARGV[2]  the claimer: "<broker hand-off id> <worker id>", or '' to look without parking
 -- ARGV[3]  limit (>= 1)
 -- ARGV[4]  lease duration ms
 -- ARGV[5]  parking time ms
@@ -37,13 +38,15 @@ if earliest ~= nil and earliest <= now then
   return {1, 0}
 end
 
-local park_ms = tonumber(ARGV[5])
-pq_unpark_expired(parked, parkers, now)
-redis.call('ZADD', parked, pq_int(now + park_ms), ARGV[2])
-redis.call('HSET', parkers, ARGV[2], pq_int(tonumber(ARGV[3])) .. ' ' .. pq_int(tonumber(ARGV[4])))
-for _, key in ipairs({parked, parkers}) do
-  if redis.call('PTTL', key) < park_ms then
-    redis.call('PEXPIRE', key, park_ms)
+if ARGV[2] ~= '' then
+  local park_ms = tonumber(ARGV[5])
+  pq_unpark_expired(parked, parkers, now)
+  redis.call('ZADD', parked, pq_int(now + park_ms), ARGV[2])
+  redis.call('HSET', parkers, ARGV[2], pq_int(tonumber(ARGV[3])) .. ' ' .. pq_int(tonumber(ARGV[4])))
+  for _, key in ipairs({parked, parkers}) do
+    if redis.call('PTTL', key) < park_ms then
+      redis.call('PEXPIRE', key, park_ms)
+    end
   end
 end
 if earliest == nil then
