@@ -6,9 +6,11 @@
 #
 #   PY=/work/venv-bench-pq/bin/python PEERS_PY=/work/venv-peers/bin/python bench/sitting.sh
 #
-# PY is a Python with pqueue installed ('.[postgres,bench]' plus the harness's pinned
-# redis==5.3.1 hiredis==3.5.0, so the harness's recorder costs pqueue what it costs the
-# peers); PEERS_PY one with ../shared/bench-peers/requirements.txt. Uses Redis DBs 3
+# PY is a Python with pqueue installed ('.[postgres,bench,uvloop]' plus the harness's
+# pinned redis==5.3.1 hiredis==3.5.0, so the harness's recorder costs pqueue what it costs
+# the peers); PEERS_PY one with ../shared/bench-peers/requirements.txt plus the same
+# uvloop, which pgqueuer's and taskiq's workers take when installed, as pqueue's do (the
+# versions step prints whether each side has it). Uses Redis DBs 3
 # (own key prefixes) and 8/12 (the harness's), Postgres databases bench_peers (the
 # harness's) and pqueue_bench (throw-away schemas), creating the databases if missing.
 set -euo pipefail
@@ -38,6 +40,9 @@ pg_db pqueue_bench
 step "versions"
 run "$PY" -c "import sys, redis, psycopg, pqueue; print('python', sys.version.split()[0], '| pqueue',
 pqueue.__version__, '| redis-py', redis.__version__, '| psycopg', psycopg.__version__)"
+uvloop_version='import importlib.metadata as m; print(m.version("uvloop"))'
+run echo "uvloop: pqueue side $("$PY" -c "$uvloop_version" 2>/dev/null || echo none)," \
+  "peers side $("$PEERS_PY" -c "$uvloop_version" 2>/dev/null || echo none)"
 run redis-server --version
 run psql -XAtq "$PGBASE/postgres" -c "SELECT version()"
 run git log -1 --format='commit %h %s'

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
+from pqueue import loops
 from pqueue.broker import JobPage, WorkerInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
@@ -46,7 +47,7 @@ class _LoopThread:
     """
 
     def __init__(self, make_client: Callable[[], AsyncClient]) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = loops.new_event_loop()  # uvloop when installed, as the worker's
         self.closing = False
         self._lock = threading.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()  # touched on the loop thread only

@@ -118,3 +118,24 @@ async def test_worker_processes_share_the_queue_and_exit_zero(
         assert (await client.stats()).workers == []
     pids = {line.split()[2] for line in record.read_text().splitlines()}
     assert len(pids) == 2  # both processes took jobs
+
+
+@only_backends("redis", "postgres")
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+async def test_worker_runs_jobs_and_drains_on_the_chosen_event_loop(
+    backend_dsn: str, pqueue_open_broker: object, loop: str
+) -> None:
+    async with AsyncClient(backend_dsn) as client:
+        await client.enqueue_many([Task("crash:record", 0.01) for _ in range(20)])
+        proc = pqueue("worker", APP, "--dsn", backend_dsn, "--queues", "default", "--loop", loop)
+        try:
+
+            async def all_done() -> bool:
+                return (await client.stats()).total(JobStatus.COMPLETED) == 20
+
+            await eventually(all_done, timeout=60, what="every job to complete")
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    assert proc.returncode == 0, err
+    assert f"({loop} loop)" in err

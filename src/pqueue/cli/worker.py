@@ -19,6 +19,7 @@ from pqueue.cli._app import load_router
 from pqueue.cli._options import add_flag, boolean, from_env, resolve
 from pqueue.errors import ConfigError
 from pqueue.logs import configure_logging
+from pqueue.loops import LOOP_CHOICES, loop_choice
 
 log = logging.getLogger("pqueue.worker")
 
@@ -91,6 +92,14 @@ def add_parser(subparsers: Any) -> None:
         choices=["retry", "dead"],
         help="jobs of a type no handler is registered for",
     )
+    add_flag(
+        parser,
+        "--loop",
+        type=loop_choice,
+        default="auto",
+        choices=LOOP_CHOICES,
+        help="event loop: uvloop when installed (auto), or asyncio / uvloop",
+    )
     add_flag(parser, "--log-level", type=log_level, default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     add_flag(parser, "--log-format", default="text", choices=["text", "json"], help="log line format")
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
@@ -137,6 +146,7 @@ def child_command(args: argparse.Namespace) -> list[str]:
         "--shutdown-timeout", str(args.shutdown_timeout),
         "--prefetch", "auto" if args.prefetch is None else str(args.prefetch),
         "--unknown-type", args.unknown_type,
+        "--loop", args.loop,
         "--log-level", args.log_level,
         "--log-format", args.log_format,
         "--processes", "1",
@@ -166,7 +176,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     if args.parent_pid is not None:
         _watch_parent(args.parent_pid, worker.stop)
-    return worker.run()
+    return worker.run(loop=args.loop)
 
 
 def _watch_parent(parent_pid: int, stop: Any) -> None:

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from pqueue import loops
 from pqueue.broker import Capability, Claimer, FullBroker, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
@@ -128,10 +129,12 @@ class Worker:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def run(self) -> int:
+    def run(self, *, loop: str | None = None) -> int:
         """Serve until SIGTERM/SIGINT, drain, and return the exit code (0).
 
         Call it from the main thread (signal handlers live there); elsewhere use :meth:`serve`.
+        ``loop`` is ``auto`` (uvloop when installed), ``asyncio`` or ``uvloop``; by default
+        ``PQUEUE_LOOP``, else ``auto`` (:mod:`pqueue.loops`).
         """
 
         async def main() -> int:
@@ -139,7 +142,7 @@ class Worker:
                 await self.serve()
             return 0
 
-        return asyncio.run(main())
+        return loops.run(main(), loop=loop)
 
     def stop(self) -> None:
         """Ask the worker to drain and return from :meth:`serve`; safe from any thread or signal handler."""
@@ -242,9 +245,10 @@ class Worker:
         s = self.settings
         weights = ",".join(f"{name}:{weight}" for name, weight in s.selection.weights)
         log.info(
-            "worker %s started on %s: queues %s%s, concurrency %d, lease %gs, %d job type(s)",
+            "worker %s started on %s (%s loop): queues %s%s, concurrency %d, lease %gs, %d job type(s)",
             self.id,
             redact(self.dsn),
+            loops.running_loop_name(),
             weights,
             " (strict)" if s.selection.strict else "",
             s.concurrency,
