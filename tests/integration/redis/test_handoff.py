@@ -11,7 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from pqueue.broker import Claimer, FullBroker
-from pqueue.brokers.redis import broker as redis_broker
+from pqueue.brokers import handoff as shared_handoff
 from pqueue.clock import ManualClock
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
@@ -44,7 +44,7 @@ async def _raw() -> AsyncIterator[Redis]:
 async def test_leases_left_uncollected_are_given_back_after_a_while(
     open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_broker, "STALE_AFTER", 0.3)
+    monkeypatch.setattr(shared_handoff, "STALE_AFTER", 0.3)
     worker, producer = await open_redis(), await open_redis()
     waiter = await _park(worker)
     [result] = await producer.enqueue([build_spec("t")])

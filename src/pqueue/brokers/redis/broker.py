@@ -19,11 +19,12 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
+from pqueue.brokers.handoff import HandoffHold
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.core import translated
-from pqueue.brokers.redis.handoff import STALE_AFTER, HandoffBox, HeldJob, parse_handoff
+from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
 from pqueue.brokers.redis.inspector import RedisInspector
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.brokers.redis.scripts import ScriptCall
@@ -70,8 +71,8 @@ class RedisBroker(RedisInspector):
         self._hub: WakeHub | None = None
         self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
         self._handoff_id = uuid.uuid4().hex  # names this broker's hand-off channel
-        self._box = HandoffBox()
-        self._sweeper: asyncio.Task[None] | None = None
+        self._hold: HandoffHold[HeldJob] = HandoffHold(self._give_back, name="pqueue-redis-handoff-sweep")
+        self._box = self._hold.box
         self._parked: dict[str, set[str]] = {}  # queue -> claimers this broker parked there
 
     @classmethod
@@ -91,11 +92,7 @@ class RedisBroker(RedisInspector):
         if hub is not None:
             await self._unpark(hub)
             await hub.close()
-        sweeper, self._sweeper = self._sweeper, None
-        if sweeper is not None:
-            sweeper.cancel()
-            await asyncio.wait({sweeper})
-        await self._give_back(self._box.take_all())
+        await self._hold.close()
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -194,16 +191,7 @@ class RedisBroker(RedisInspector):
         except ValueError as exc:  # its leases expire and are recovered
             log.error("pqueue: dropped a hand-off message: %s", exc)
             return
-        self._box.put(worker, held)
-        if self._sweeper is None or self._sweeper.done():
-            self._sweeper = loop.create_task(self._sweep(), name="pqueue-redis-handoff-sweep")
-
-    async def _sweep(self) -> None:
-        """Give back handed-off jobs their claimer has not collected within STALE_AFTER."""
-        loop = asyncio.get_running_loop()
-        while (oldest := self._box.oldest()) is not None:
-            await asyncio.sleep(max(0.0, oldest + STALE_AFTER - loop.time()))
-            await self._give_back(self._box.take_stale(loop.time() - STALE_AFTER + 0.001))
+        self._hold.put(worker, held)
 
     async def _give_back(self, held: Sequence[HeldJob]) -> None:
         """Release handed-off jobs unrun; if that fails, lease expiry recovers them."""

@@ -1,0 +1,142 @@
+"""Jobs an enqueue leased straight to a parked claimer of this broker, held for its next claim.
+
+Brokers with :attr:`~pqueue.broker.Capability.HANDOFF` (Redis: ADR 0051, Postgres: ADR
+0054) let an idle worker park while it waits; an enqueue then leases a due job to it and
+sends the lease on the broker's own channel, so the pick-up is one hop instead of a
+wake-up and a claim. The broker's listener puts each received lease in a
+:class:`HandoffHold`; ``claim`` takes from it before asking the server. What nobody
+collects soon (the claimer filled up or stopped while still parked) is given back unrun.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, Protocol, TypeVar
+
+STALE_AFTER = 2.0
+"""Seconds a handed-off lease may wait for its claimer before the broker gives it back.
+A claimer that is waiting collects it within milliseconds; one that is not would leave
+it unrun and unextended until its lease expired."""
+
+
+class Held(Protocol):
+    """What the box needs of a held item: its queue and when it arrived."""
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def received(self) -> float:
+        """Event-loop time it arrived (for giving back stale ones)."""
+        ...
+
+
+H = TypeVar("H", bound=Held)
+
+
+class HandoffBox(Generic[H]):
+    """Handed-off items per worker id, and the events of that worker's waiters."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, deque[H]] = {}
+        self._watchers: dict[str, set[asyncio.Event]] = {}
+
+    def watch(self, worker: str, event: asyncio.Event) -> None:
+        """Set ``event`` whenever items arrive for ``worker``."""
+        self._watchers.setdefault(worker, set()).add(event)
+
+    def unwatch(self, worker: str, event: asyncio.Event) -> None:
+        events = self._watchers.get(worker)
+        if events is not None:
+            events.discard(event)
+            if not events:
+                del self._watchers[worker]
+
+    def put(self, worker: str, items: Sequence[H]) -> None:
+        if not items:
+            return
+        self._held.setdefault(worker, deque()).extend(items)
+        for event in self._watchers.get(worker, ()):
+            event.set()
+
+    def holds(self, worker: str) -> bool:
+        return bool(self._held.get(worker))
+
+    def take(self, worker: str, queues: Sequence[str], limit: int) -> list[H]:
+        """Up to ``limit`` of ``worker``'s items from ``queues``, oldest first."""
+        held = self._held.get(worker)
+        if not held or limit <= 0:
+            return []
+        wanted = set(queues)
+        taken: list[H] = []
+        kept: deque[H] = deque()
+        while held:
+            item = held.popleft()
+            if len(taken) < limit and item.queue in wanted:
+                taken.append(item)
+            else:
+                kept.append(item)
+        self._keep(worker, kept)
+        return taken
+
+    def take_stale(self, received_before: float) -> list[H]:
+        """Every item that arrived before ``received_before`` (loop time)."""
+        stale: list[H] = []
+        for worker in list(self._held):
+            kept: deque[H] = deque()
+            for item in self._held[worker]:
+                (stale if item.received < received_before else kept).append(item)
+            self._keep(worker, kept)
+        return stale
+
+    def take_all(self) -> list[H]:
+        return self.take_stale(float("inf"))
+
+    def oldest(self) -> float | None:
+        """Arrival time of the oldest held item, or None when the box is empty."""
+        times = [items[0].received for items in self._held.values() if items]
+        return min(times) if times else None
+
+    def _keep(self, worker: str, items: deque[H]) -> None:
+        if items:
+            self._held[worker] = items
+        else:
+            self._held.pop(worker, None)
+
+
+GiveBack = Callable[[Sequence[H]], Awaitable[None]]
+"""Releases items unrun; must not raise (a failure leaves them to lease expiry)."""
+
+
+class HandoffHold(Generic[H]):
+    """A :class:`HandoffBox` and the sweeper that gives back what waits over STALE_AFTER."""
+
+    def __init__(self, give_back: GiveBack[H], *, name: str) -> None:
+        self.box: HandoffBox[H] = HandoffBox()
+        self._give_back = give_back
+        self._name = name
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def put(self, worker: str, items: Sequence[H]) -> None:
+        """Hold ``items`` for ``worker`` (call on the event loop)."""
+        self.box.put(worker, items)
+        if items and (self._sweeper is None or self._sweeper.done()):
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name=self._name)
+
+    async def close(self) -> None:
+        """Stop sweeping and give back everything still held."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            await asyncio.wait({sweeper})
+        await self._give_back(self.box.take_all())
+
+    async def _sweep(self) -> None:
+        loop = asyncio.get_running_loop()
+        while (oldest := self.box.oldest()) is not None:
+            await asyncio.sleep(max(0.0, oldest + STALE_AFTER - loop.time()))
+            stale = self.box.take_stale(loop.time() - STALE_AFTER + 0.001)
+            if stale:
+                await self._give_back(stale)
