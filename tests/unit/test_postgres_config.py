@@ -57,7 +57,7 @@ def test_connect_picks_the_postgres_broker_for_both_schemes() -> None:
         broker = pqueue.connect(dsn)
         assert isinstance(broker, PostgresBroker)
         assert isinstance(broker, pqueue.FullBroker)
-    assert set(PostgresBroker.capabilities) == set(pqueue.Capability) - {pqueue.Capability.HANDOFF}
+    assert set(PostgresBroker.capabilities) == set(pqueue.Capability)
 
 
 def test_every_query_used_in_code_exists_and_every_query_is_used() -> None:

@@ -12,8 +12,9 @@ from pqueue.brokers.postgres import PostgresBroker, current_version, migrate, mi
 from pqueue.brokers.postgres.sql import latest_version
 from pqueue.cli import main
 from pqueue.errors import SchemaError
+from pqueue.spec import build_spec
 
-TABLES = {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "migrations"}
+TABLES = {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "parked", "migrations"}
 
 
 def _tables(pg_url: str, schema: str) -> set[str]:
@@ -43,7 +44,7 @@ def test_migrate_from_empty_then_rerun_is_a_no_op(pg_url: str, dsn: str, schema_
 
 
 async def test_migrate_async_and_schema_argument(pg_url: str, schema_name: str) -> None:
-    assert await migrate_async(pg_url, schema=schema_name) == [1]
+    assert await migrate_async(pg_url, schema=schema_name) == list(range(1, latest_version() + 1))
     assert current_version(pg_url, schema=schema_name) == latest_version()
 
 
@@ -63,7 +64,7 @@ def test_concurrent_migrators_apply_each_migration_once(dsn: str) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert sorted(results) == [[], [], [], [1]]
+    assert sorted(results) == [[], [], [], list(range(1, latest_version() + 1))]
 
 
 async def test_broker_refuses_a_schema_that_was_never_migrated(dsn: str) -> None:
@@ -117,3 +118,22 @@ def test_cli_migrate_errors_are_clear(
     assert "--dsn" in capsys.readouterr().err
     assert main(["migrate", "--dsn", "redis://127.0.0.1:6379/0"]) == 1
     assert "only Postgres" in capsys.readouterr().err
+
+
+async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_jobs(
+    pg_url: str, migrated_dsn: str, schema_name: str
+) -> None:
+    async with PostgresBroker.from_url(migrated_dsn) as broker:
+        [result] = await broker.enqueue([build_spec("t")])
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # back to 0001, as released
+        conn.execute(sql.SQL("DROP TABLE {}.parked").format(sql.Identifier(schema_name)))
+        conn.execute(
+            sql.SQL("DELETE FROM {}.migrations WHERE version > 1").format(sql.Identifier(schema_name))
+        )
+    broker = PostgresBroker.from_url(migrated_dsn)
+    with pytest.raises(SchemaError, match="pqueue migrate"):
+        await broker.open()
+    assert migrate(migrated_dsn) == list(range(2, latest_version() + 1))
+    async with PostgresBroker.from_url(migrated_dsn) as broker:
+        leases = await broker.claim(["default"], worker_id="w", limit=5, lease_for=30)
+        assert [lease.job.id for lease in leases] == [result.id]

@@ -80,4 +80,5 @@ def test_sqlalchemy_metadata_builds_the_migrated_catalog(
 
 
 def test_tables_cover_every_migrated_table() -> None:
-    assert set(tables()) == {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "migrations"}
+    expected = {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "parked", "migrations"}
+    assert set(tables()) == expected

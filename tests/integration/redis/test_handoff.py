@@ -41,6 +41,22 @@ async def _raw() -> AsyncIterator[Redis]:
         await client.aclose()
 
 
+async def test_a_batch_enqueue_hands_a_parked_claimer_up_to_its_limit_oldest_first(
+    open_redis: OpenRedis,
+) -> None:
+    worker, producer = await open_redis(), await open_redis()
+    waiter = await _park(worker, Claimer("w1", limit=2, lease_for=30))
+    first, second, third = [r.id for r in await producer.enqueue([build_spec("t") for _ in range(3)])]
+    assert await asyncio.wait_for(waiter, 10) is True
+    assert [(await producer.get_job(i)).status for i in (first, second, third)] == [
+        JobStatus.ACTIVE,
+        JobStatus.ACTIVE,
+        JobStatus.PENDING,
+    ]
+    leases = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
+    assert [lease.job.id for lease in leases] == [first, second]
+
+
 async def test_leases_left_uncollected_are_given_back_after_a_while(
     open_redis: OpenRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from psycopg import errors as pg_errors
 
 from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
+from pqueue.brokers.handoff import HandoffHold
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.admin import PostgresAdmin
 from pqueue.brokers.postgres.codec import (
@@ -31,6 +32,7 @@ from pqueue.brokers.postgres.codec import (
 )
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.core import settled
+from pqueue.brokers.postgres.handoff import HeldLease, fits_handoff, parse_handoff
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, CorruptJob
 from pqueue.ids import is_job_id
@@ -40,6 +42,13 @@ log = logging.getLogger("pqueue.postgres")
 
 LISTEN_START_TIMEOUT = 5.0
 """Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
+
+PARK_MARGIN = 0.5
+"""Seconds a parked claimer stays parked past its wait, so a claimer that waits again at
+once (the usual case) is never briefly unparked."""
+
+FLUSH_TIMEOUT = 2.0
+"""Seconds ``close`` waits for its hand-off channel's flush marker before giving back."""
 
 
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -64,7 +73,15 @@ def _text(value: str) -> str:
 class PostgresBroker(PostgresAdmin):
     """The Postgres backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
 
-    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.TRANSACTIONAL_ENQUEUE})
+    capabilities = frozenset(
+        {Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.TRANSACTIONAL_ENQUEUE, Capability.HANDOFF}
+    )
+
+    def __init__(self, config: PostgresConfig, *, clock: Clock | None = None) -> None:
+        super().__init__(config, clock=clock)
+        self._hold: HandoffHold[HeldLease] = HandoffHold(
+            self._give_back, name="pqueue-postgres-handoff-sweep"
+        )
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
@@ -82,6 +99,13 @@ class PostgresBroker(PostgresAdmin):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def close(self) -> None:
+        """Unpark this broker's claimers, give back what was handed to them, then disconnect."""
+        if self._db is not None:
+            await self._unpark()
+            await self._hold.close()
+        await super().close()
+
     # -- hot path ----------------------------------------------------------------
 
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
@@ -97,8 +121,10 @@ class PostgresBroker(PostgresAdmin):
         return batch.results(rows)
 
     async def _enqueue_one(self, spec: JobSpec) -> EnqueueResult:
-        """One job without a unique key: a lighter statement than the batch one."""
-        [(created, _)] = await self.db.rows(self._q["enqueue_one"], self._params(**one_params(spec)))
+        """One job without a unique key: a lighter statement than the batch one, which also
+        hands the job to a parked claimer when it is due (ADR 0054)."""
+        params = self._params(**one_params(spec), handoff=fits_handoff(spec))
+        [(created, _)] = await self.db.rows(self._q["enqueue_one"], params)
         return EnqueueResult(spec.id, bool(created))
 
     async def _enqueue_plain(self, plain: PlainBatch) -> list[EnqueueResult]:
@@ -132,6 +158,9 @@ class PostgresBroker(PostgresAdmin):
     ) -> list[Lease]:
         if limit < 1 or not queues:
             return []
+        handed = await self._leases(self._hold.box.take(worker_id, queues, limit))
+        if handed:  # handed off while we waited: no round trip
+            return handed
         params = self._params(queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id)
         rows = await self.db.rows(self._q["claim"], params)
         rows.sort(key=_claim_order)
@@ -228,18 +257,22 @@ class PostgresBroker(PostgresAdmin):
     async def wait_for_jobs(
         self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
     ) -> bool:
-        del claimer  # no hand-off here: the claim that follows the wake-up takes the job
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         await self._listener.start(min(timeout, LISTEN_START_TIMEOUT))
         waiter = self._listener.park(queues)
+        box = self._hold.box
+        if claimer is not None:
+            box.watch(claimer.worker_id, waiter.event)
         try:
-            due_in = await self.db.value(self._q["next_due"], self._params(queues=list(queues)))
+            if claimer is not None and box.holds(claimer.worker_id):
+                return True
+            due_in = await self._look(queues, claimer, park_for=timeout + PARK_MARGIN)
             if due_in is not None:
                 waiter.expect(loop.time() + due_in)
             while True:
                 now = loop.time()
-                if waiter.due_at <= now:
+                if waiter.due_at <= now or (claimer is not None and box.holds(claimer.worker_id)):
                     return True
                 if end <= now:
                     return False
@@ -248,6 +281,76 @@ class PostgresBroker(PostgresAdmin):
                     await asyncio.wait_for(waiter.event.wait(), min(end, waiter.due_at) - now)
         finally:
             self._listener.unpark(waiter)
+            if claimer is not None:
+                box.unwatch(claimer.worker_id, waiter.event)
+
+    async def _look(self, queues: Sequence[str], claimer: Claimer | None, *, park_for: float) -> float | None:
+        """Seconds until the earliest waiting job of ``queues`` is due (None: none); with a
+        ``claimer`` and a listening connection, it is parked on each queue meanwhile."""
+        identity = self._listener.identity
+        if claimer is None or identity is None or not queues:
+            due_in: float | None = await self.db.value(self._q["next_due"], self._params(queues=list(queues)))
+            return due_in
+        pid, started = identity
+        params = self._params(
+            queues=list(queues),
+            worker_id=claimer.worker_id,
+            channel=self._listener.handoff_channel,
+            listener_pid=pid,
+            listener_start=started,
+            lease_for=claimer.lease_for,
+            park_for=park_for,
+        )
+        parked_due_in: float | None = await self.db.value(self._q["park"], params)
+        return parked_due_in
+
+    # -- hand-off (ADR 0054) ---------------------------------------------------------
+
+    def _handoff_received(self, payload: str) -> None:
+        """A hand-off notification from the listener: hold its lease for its claimer."""
+        try:
+            worker, held = parse_handoff(payload, asyncio.get_running_loop().time())
+        except ValueError as exc:  # its lease expires and is recovered
+            log.error("pqueue: dropped a hand-off notification: %s", exc)
+            return
+        self._hold.put(worker, [held])
+
+    async def _leases(self, held: Sequence[HeldLease]) -> list[Lease]:
+        """Leases of handed-off jobs; undecodable ones are dead-lettered, as by ``claim``."""
+        leases: list[Lease] = []
+        for job in held:
+            try:
+                leases.append(row_to_lease(job.token, job.expires_at, job.row))
+            except CorruptJob as exc:
+                await self._bury(job.row[0], job.token, exc)
+        return leases
+
+    async def _give_back(self, held: Sequence[HeldLease]) -> None:
+        """Release handed-off jobs unrun; if that fails, lease expiry recovers them."""
+        if not held:
+            return
+        try:
+            await self.release(await self._leases(held))
+        except Exception as exc:  # noqa: BLE001 - the sweeper and close() must go on
+            log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
+
+    async def _unpark(self) -> None:
+        """Take this broker's claimers out of the parked table, then wait until everything
+        handed to them before that has arrived, so ``close`` can give it back."""
+        channel = self._listener.handoff_channel
+        try:
+            await self.db.rows(self._q["unpark"], {"channel": channel})
+            if not self._listener.listening:
+                return  # nothing can have been handed to a broker that did not listen
+            token, arrived = self._listener.marker()
+            try:
+                await self.db.value(self._q["notify"], {"channel": channel, "payload": token})
+                await asyncio.wait_for(arrived.wait(), FLUSH_TIMEOUT)
+            finally:
+                self._listener.forget(token)
+        except (BrokerError, TimeoutError) as exc:  # parkings expire within seconds anyway
+            log.warning("pqueue: jobs handed off just before close may stay leased until their lease "
+                        "expires (%s)", exc)  # fmt: skip
 
     async def idempotency_begin(self, key: str, owner: str, ttl: float) -> IdempotencyState:
         params = self._params(key=key, owner=owner, ttl=ttl)

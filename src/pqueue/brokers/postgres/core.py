@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -14,6 +16,8 @@ from pqueue.clock import Clock, to_datetime
 from pqueue.errors import BrokerError, SchemaError
 from pqueue.job import Lease
 
+log = logging.getLogger("pqueue.postgres")
+
 
 class BrokerCore:
     """Connection lifecycle and helpers; the hot path and admin methods build on it."""
@@ -23,7 +27,13 @@ class BrokerCore:
         self.clock = clock
         self._q = queries_for(config.schema)
         self._db: Database | None = None
-        self._listener = Listener(config, self._q["listen"])
+        self._listener = Listener(
+            config,
+            self._q["listen"],
+            self._q["listener_identity"],
+            handoff_channel=f"pqueue_h_{uuid.uuid4().hex}",  # this broker's own; <= 63 bytes
+            on_handoff=self._handoff_received,
+        )
 
     @property
     def schema(self) -> str:
@@ -56,6 +66,10 @@ class BrokerCore:
         db, self._db = self._db, None
         if db is not None:
             await db.close()
+
+    def _handoff_received(self, payload: str) -> None:
+        """A hand-off notification (the broker holds it for its claimer; see broker.py)."""
+        log.error("pqueue: this broker takes no hand-offs; dropped one (its lease will expire)")
 
     async def _check_schema(self, db: Database) -> None:
         version = await db.value(self._q["schema_version"], {}, prepare=False)

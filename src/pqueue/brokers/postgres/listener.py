@@ -1,10 +1,16 @@
 """The broker's one LISTEN connection, and the idle claimers parked on it.
 
 Started on the first ``wait_for_jobs`` (producers never open it), kept outside the pool,
-and reconnected with backoff when it drops. Notifications say "<queue> <seconds until
-due>": a waiter on that queue is woken at once for 0, or has its sleep shortened for a
-later time. After every (re)connect all waiters are woken, since notifications sent while
-nobody listened are lost.
+and reconnected with backoff when it drops. It listens on two channels:
+
+- the schema's: "<queue> <seconds until due>" wakes a waiter on that queue at once for
+  0, or shortens its sleep for a later time;
+- the broker's own hand-off channel (ADR 0054): leases an enqueue gave this broker's
+  parked claimers go to ``on_handoff``; "flush <token>" markers tell :meth:`flush` that
+  everything sent before them has arrived.
+
+After every (re)connect all waiters are woken, since notifications sent while nobody
+listened are lost; :attr:`identity` names the connection's backend while it listens.
 """
 
 from __future__ import annotations
@@ -13,10 +19,13 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Sequence
+import secrets
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import LiteralString
 
 import psycopg
+from psycopg import sql
 
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.connection import connection_kwargs
@@ -46,13 +55,27 @@ class Waiter:
 class Listener:
     """LISTEN on the schema's channel and route notifications to parked waiters."""
 
-    def __init__(self, config: PostgresConfig, listen_query: LiteralString) -> None:
+    def __init__(
+        self,
+        config: PostgresConfig,
+        listen_query: LiteralString,
+        identity_query: LiteralString,
+        *,
+        handoff_channel: str,
+        on_handoff: Callable[[str], None],
+    ) -> None:
         self._config = config
         self._listen_query = listen_query
+        self._identity_query = identity_query
+        self.handoff_channel = handoff_channel
+        self._on_handoff = on_handoff
         self._waiters: set[Waiter] = set()
         self._listening = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = MIN_BACKOFF
+        self._markers: dict[str, asyncio.Event] = {}
+        self.identity: tuple[int, datetime] | None = None
+        """(pid, backend start) of the LISTEN connection while it listens, else None."""
 
     @property
     def listening(self) -> bool:
@@ -93,6 +116,22 @@ class Listener:
             if queue in waiter.queues:
                 waiter.expect(when)
 
+    def marker(self) -> tuple[str, asyncio.Event]:
+        """A new flush marker to send on the hand-off channel, and the event its arrival sets."""
+        token = f"flush {secrets.token_hex(8)}"
+        self._markers[token] = event = asyncio.Event()
+        return token, event
+
+    def forget(self, token: str) -> None:
+        self._markers.pop(token, None)
+
+    def _handoff(self, payload: str) -> None:
+        marker = self._markers.pop(payload, None)
+        if marker is not None:
+            marker.set()
+        elif not payload.startswith("flush "):
+            self._on_handoff(payload)
+
     def wake_all(self) -> None:
         now = asyncio.get_running_loop().time()
         for waiter in list(self._waiters):
@@ -111,11 +150,18 @@ class Listener:
         conn = await psycopg.AsyncConnection.connect(self._config.conninfo, **connection_kwargs(self._config))
         try:
             await conn.execute(self._listen_query)
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.handoff_channel)))
+            row = await (await conn.execute(self._identity_query)).fetchone()
+            self.identity = None if row is None else (int(row[0]), row[1])
             self._backoff = MIN_BACKOFF
             self._listening.set()
             self.wake_all()
             async for note in conn.notifies():
-                self.dispatch(note.payload)
+                if note.channel == self.handoff_channel:
+                    self._handoff(note.payload)
+                else:
+                    self.dispatch(note.payload)
         finally:
+            self.identity = None
             self._listening.clear()
             await conn.close()

@@ -11,6 +11,8 @@
 --                     transaction is stamped when it was enqueued.
 --   {job_columns}     t.id, t.type, ...: the columns a Job is decoded from, in the order
 --                     codec.JOB_COLUMNS gives (the jobs table must be aliased t)
+--   {job_json}        the same columns of a row aliased j as one JSON array, times as
+--                     epoch seconds (the hand-off message)
 -- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
 -- statements (binary format: no text quoting to build, about 4x cheaper for the client).
 -- No literal percent signs.
@@ -164,35 +166,80 @@ SELECT count(*), (SELECT count(*) FROM woken) FROM created;
 -- name: enqueue_one
 -- Store one job without a unique key: the same effect as `enqueue` for a batch of one,
 -- with scalar parameters and no batch machinery (single enqueues are round-trip bound,
--- so the statement's own cost shows: about half of `enqueue`'s for one job). Returns
--- whether the job was created (false: its id exists).
+-- so the statement's own cost shows: about half of `enqueue`'s for one job).
+-- Hand-off (ADR 0054): a job due now, small enough for a notification
+-- (%(handoff)s), in a queue where no older job is due, is leased straight to one parked
+-- claimer of its queue whose broker's LISTEN backend is still the one it parked with;
+-- the lease goes to that broker's channel as JSON and the claimer is unparked. Otherwise the job waits as pending and
+-- the schema's channel wakes idle claimers. Returns whether the job was created (false:
+-- its id exists) and how many notifications were sent.
 WITH due AS (
     SELECT coalesce(to_timestamp(%(at_epoch)s::float8),
                     {now} + make_interval(secs => coalesce(%(delay)s::float8, 0))) AS at
 ),
+taker AS MATERIALIZED (
+    SELECT p.worker_id, p.channel, p.lease_for
+    FROM due, {schema}.parked AS p
+    WHERE %(handoff)s::bool
+      AND due.at <= {now}
+      AND p.queue = %(queue)s::text
+      AND p.expires_at > {now}
+      AND EXISTS (
+          SELECT 1 FROM pg_stat_get_activity(p.listener_pid) AS a
+          WHERE a.backend_start = p.listener_start
+      )
+      AND NOT EXISTS (  -- an older due job goes first: it is the claimer's to claim
+          SELECT 1 FROM {schema}.jobs AS w
+          WHERE w.queue = %(queue)s::text
+            AND w.status IN ('pending', 'scheduled', 'retry')
+            AND w.run_at <= {now}
+      )
+    ORDER BY p.expires_at DESC
+    LIMIT 1
+    FOR UPDATE OF p SKIP LOCKED
+),
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta
+        timeout, idempotency_key, meta, attempt, started_at, lease_token, lease_expires_at,
+        worker_id
     )
     SELECT %(id)s::uuid, %(queue)s::text, %(type)s::text,
-           CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
+           CASE WHEN t.worker_id IS NOT NULL THEN 'active'
+                WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            %(payload)s::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json
-    FROM due
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json,
+           CASE WHEN t.worker_id IS NULL THEN 0 ELSE 1 END,
+           CASE WHEN t.worker_id IS NOT NULL THEN {now} END,
+           CASE WHEN t.worker_id IS NOT NULL THEN nextval('{schema}.lease_token') END,
+           {now} + make_interval(secs => t.lease_for),
+           t.worker_id
+    FROM due LEFT JOIN taker AS t ON true
     ON CONFLICT (id) DO NOTHING
-    RETURNING j.queue, j.run_at
+    RETURNING j.queue, j.run_at, j.lease_token,
+              CASE WHEN j.lease_token IS NOT NULL THEN json_build_object(
+                  'w', j.worker_id, 't', j.lease_token,
+                  'e', extract(epoch FROM j.lease_expires_at)::float8, 'j', {job_json}
+              )::text END AS message
+),
+unparked AS (
+    DELETE FROM {schema}.parked AS p
+    USING taker AS t, created AS c
+    WHERE p.queue = %(queue)s::text AND p.worker_id = t.worker_id AND c.message IS NOT NULL
 ),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)
     SELECT queue, {now} FROM created
     ON CONFLICT (name) DO NOTHING
 ),
+handed AS (
+    SELECT pg_notify(t.channel, c.message) FROM created AS c, taker AS t WHERE c.message IS NOT NULL
+),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
-    FROM created
+    FROM created WHERE message IS NULL
 )
-SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken);
+SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken) + (SELECT count(*) FROM handed);
 
 
 -- name: claim
@@ -403,6 +450,54 @@ CROSS JOIN LATERAL (
     ORDER BY run_at
     LIMIT 1
 ) AS d;
+
+
+-- name: park
+-- Park an idle claimer on each of these queues until now + %(park_for)s s (replacing its
+-- earlier parking there) and drop other claimers' expired parkings of these queues; then,
+-- as next_due, seconds until the earliest waiting job of these queues is due (<= 0: due
+-- now; NULL: none). The table is unlogged: parking writes no WAL and waits for no flush.
+WITH gone AS (
+    DELETE FROM {schema}.parked
+    WHERE queue = ANY(%(queues)s::text[]) AND expires_at <= {now} AND worker_id <> %(worker_id)s
+),
+parked AS (
+    INSERT INTO {schema}.parked AS p (
+        queue, worker_id, channel, listener_pid, listener_start, lease_for, expires_at
+    )
+    SELECT q.name, %(worker_id)s, %(channel)s, %(listener_pid)s, %(listener_start)s,
+           %(lease_for)s, {now} + make_interval(secs => %(park_for)s)
+    FROM unnest(%(queues)s::text[]) AS q(name)
+    ON CONFLICT (queue, worker_id) DO UPDATE SET
+        channel = excluded.channel,
+        listener_pid = excluded.listener_pid,
+        listener_start = excluded.listener_start,
+        lease_for = excluded.lease_for,
+        expires_at = excluded.expires_at
+)
+SELECT extract(epoch FROM min(d.run_at) - {now})::float8
+FROM unnest(%(queues)s::text[]) AS q(name)
+CROSS JOIN LATERAL (
+    SELECT run_at FROM {schema}.jobs
+    WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry')
+    ORDER BY run_at
+    LIMIT 1
+) AS d;
+
+
+-- name: unpark
+-- Take every claimer of one broker (its hand-off channel) out of the parked table.
+DELETE FROM {schema}.parked WHERE channel = %(channel)s;
+
+
+-- name: notify
+-- Send one notification (the hand-off channel's flush marker at close).
+SELECT pg_notify(%(channel)s, %(payload)s);
+
+
+-- name: listener_identity
+-- The LISTEN connection's backend: its pid and start (parked rows name it).
+SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid();
 
 
 -- name: now

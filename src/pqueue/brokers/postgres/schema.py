@@ -131,6 +131,19 @@ def _small_tables(md: MetaData) -> None:
         PrimaryKeyConstraint("id", name="workers_pkey"),
     )
     Table(
+        "parked",
+        md,
+        Column("queue", Text, nullable=False),
+        Column("worker_id", Text, nullable=False),
+        Column("channel", Text, nullable=False),
+        Column("listener_pid", Integer, nullable=False),
+        _ts("listener_start"),
+        Column("lease_for", Double, nullable=False),
+        _ts("expires_at"),
+        PrimaryKeyConstraint("queue", "worker_id", name="parked_pkey"),
+        prefixes=["UNLOGGED"],
+    )
+    Table(
         "migrations",
         md,
         Column("version", Integer, nullable=False, autoincrement=False),

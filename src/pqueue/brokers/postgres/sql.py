@@ -28,6 +28,15 @@ _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
 JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in JOB_COLUMNS)
+_TIMESTAMP_COLUMNS = frozenset({"run_at", "created_at", "started_at", "finished_at"})
+JOB_JSON_EXPRESSION = "json_build_array({})".format(
+    ", ".join(
+        f"extract(epoch FROM j.{column})::float8" if column in _TIMESTAMP_COLUMNS else f"j.{column}"
+        for column in JOB_COLUMNS
+    )
+)
+"""The job row aliased j as a JSON array in JOB_COLUMNS order, times as epoch seconds
+(the hand-off message; codec.json_row turns it back into a row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +119,7 @@ def render(text: str, schema: str) -> LiteralString:
         "{listen_channel}": sql.Identifier(channel).as_string(),
         "{now}": NOW_EXPRESSION,
         "{job_columns}": JOB_COLUMNS_EXPRESSION,
+        "{job_json}": JOB_JSON_EXPRESSION,
     }
     for placeholder, value in values.items():
         text = text.replace(placeholder, value)
