@@ -13,7 +13,7 @@ from psycopg import sql
 from pqueue.broker import Claimer, FullBroker
 from pqueue.brokers import handoff as shared_handoff
 from pqueue.brokers.postgres import PostgresBroker
-from pqueue.brokers.postgres.handoff import HANDOFF_BYTES
+from pqueue.brokers.postgres.handoff import HANDOFF_BYTES, fits_handoff
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
 from tests.integration.postgres.conftest import OpenPg
@@ -176,6 +176,30 @@ async def test_a_wait_without_a_claimer_parks_nothing(open_pg: OpenPg, pg_url: s
     waiter = asyncio.create_task(worker.wait_for_jobs(["default"], timeout=30))
     await asyncio.sleep(0.3)
     assert _parked(pg_url, schema_name) == []
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await asyncio.wait_for(waiter, 10) is True
+    assert await _status(producer, result.id) == (JobStatus.PENDING, 0)
+
+
+async def test_the_biggest_job_that_hands_off_fits_a_notification(open_pg: OpenPg) -> None:
+    worker, producer = await open_pg(), await open_pg()
+    waiter = await _park(worker, Claimer("w" * 200, limit=1, lease_for=30))
+    meta = {"key": "\x01\u00e9" * 50}  # escaped on the way, counted at the worst case
+    size = HANDOFF_BYTES
+    while not fits_handoff(spec := build_spec("t", "\u00e9" * size, meta=meta)):
+        size -= 1
+    payload = "\u00e9" * size
+    assert len(spec.payload_json.encode()) > HANDOFF_BYTES // 2
+    [result] = await producer.enqueue([spec])  # a notification too big would fail this
+    assert await asyncio.wait_for(waiter, 10) is True
+    assert await _status(producer, result.id) == (JobStatus.ACTIVE, 1)
+    [lease] = await worker.claim(["default"], worker_id="w" * 200, limit=1, lease_for=30)
+    assert (lease.job.id, lease.job.payload, dict(lease.job.meta)) == (result.id, payload, meta)
+
+
+async def test_a_claimer_with_an_overlong_id_is_woken_not_handed_off(open_pg: OpenPg) -> None:
+    worker, producer = await open_pg(), await open_pg()
+    waiter = await _park(worker, Claimer("w" * 201, limit=1, lease_for=30))
     [result] = await producer.enqueue([build_spec("t")])
     assert await asyncio.wait_for(waiter, 10) is True
     assert await _status(producer, result.id) == (JobStatus.PENDING, 0)

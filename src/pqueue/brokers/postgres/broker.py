@@ -82,6 +82,7 @@ class PostgresBroker(PostgresAdmin):
         self._hold: HandoffHold[HeldLease] = HandoffHold(
             self._give_back, name="pqueue-postgres-handoff-sweep"
         )
+        self._has_parked = False  # close() unparks only a broker that ever parked a claimer
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
@@ -102,7 +103,8 @@ class PostgresBroker(PostgresAdmin):
     async def close(self) -> None:
         """Unpark this broker's claimers, give back what was handed to them, then disconnect."""
         if self._db is not None:
-            await self._unpark()
+            if self._has_parked:
+                await self._unpark()
             await self._hold.close()
         await super().close()
 
@@ -292,6 +294,7 @@ class PostgresBroker(PostgresAdmin):
             due_in: float | None = await self.db.value(self._q["next_due"], self._params(queues=list(queues)))
             return due_in
         pid, started = identity
+        self._has_parked = True
         params = self._params(
             queues=list(queues),
             worker_id=claimer.worker_id,

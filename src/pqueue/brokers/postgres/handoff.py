@@ -20,8 +20,9 @@ from pqueue.job import JobSpec
 
 HANDOFF_BYTES = 6000
 """Most bytes a job's variable parts may take in a hand-off message: Postgres refuses
-notifications of 8000 bytes or more, and the rest of the message (ids, numbers, the
-worker id) stays well inside the other 2000."""
+notifications of 8000 bytes or more; the worker id (``enqueue_one`` only hands off to
+ids of at most 200 bytes, 1,200 escaped) and the fixed parts (ids, numbers, keys: under
+500) fit in the other 2000."""
 
 _TIMES = tuple(JOB_COLUMNS.index(c) for c in ("run_at", "created_at", "started_at", "finished_at"))
 

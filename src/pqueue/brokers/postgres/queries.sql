@@ -184,6 +184,7 @@ taker AS MATERIALIZED (
       AND due.at <= {now}
       AND p.queue = %(queue)s::text
       AND p.expires_at > {now}
+      AND octet_length(p.worker_id) <= 200  -- escaped, at most 1,200 bytes of the message
       AND EXISTS (
           SELECT 1 FROM pg_stat_get_activity(p.listener_pid) AS a
           WHERE a.backend_start = p.listener_start
