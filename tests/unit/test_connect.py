@@ -79,3 +79,30 @@ def test_a_malformed_dsn_is_a_config_error(dsn: str) -> None:
 def test_options_must_be_finite_numbers(dsn: str) -> None:
     with pytest.raises(ConfigError, match="finite"):
         pqueue.connect(dsn)
+
+
+class _FakeEntryPoint:
+    def __init__(self, name: str, loaded: object) -> None:
+        self.name, self._loaded = name, loaded
+
+    def load(self) -> object:
+        return self._loaded
+
+
+class _PluginBroker:
+    @classmethod
+    def from_url(cls, dsn: str, **options: object) -> _PluginBroker:
+        return cls()
+
+
+def test_plug_ins_add_schemes_but_cannot_take_over_a_built_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    hijack = _FakeEntryPoint("memory", _PluginBroker)
+    custom = _FakeEntryPoint("custom", _PluginBroker)
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [hijack, custom])
+    assert "custom" in known_schemes()
+    assert isinstance(pqueue.connect("custom://anything"), _PluginBroker)
+    broker = pqueue.connect("memory://unit-plugins")
+    assert isinstance(broker, MemoryBroker)
+    drop_store("unit-plugins")

@@ -10,7 +10,6 @@ psycopg. Third-party backends register a scheme through the entry-point group
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import Any, cast
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -61,15 +60,29 @@ def split_dsn(dsn: str) -> SplitResult:
     return parts
 
 
+def _plugins() -> list[Any]:
+    """The entry points of third-party backends. Imported late: importlib.metadata takes
+    tens of milliseconds to import, and only schemes other than the built-in ones need it."""
+    from importlib.metadata import entry_points
+
+    return [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _BUILTIN]
+
+
 def known_schemes() -> list[str]:
     """Every scheme :func:`connect` accepts: the built-in ones and registered plug-ins."""
-    return sorted(set(_BUILTIN) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return sorted(set(_BUILTIN) | {ep.name for ep in _plugins()})
+
+
+def is_known_scheme(scheme: str) -> bool:
+    """Whether :func:`connect` accepts ``scheme`` (plug-ins are looked up only if not built in)."""
+    return scheme in _BUILTIN or any(ep.name == scheme for ep in _plugins())
 
 
 def _load(scheme: str) -> Any:
-    plugin = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == scheme]
-    if plugin:
-        return plugin[0].load()
+    """The broker class of ``scheme``. Built-in schemes cannot be taken over by a plug-in."""
+    if scheme not in _BUILTIN:
+        [plugin] = [ep for ep in _plugins() if ep.name == scheme]
+        return plugin.load()
     target, extra = _BUILTIN[scheme]
     module_name, _, attr = target.partition(":")
     try:
@@ -92,10 +105,9 @@ def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBrok
             "redis://127.0.0.1:6379/0 or postgresql://user@host/db"
         )
     scheme = dsn.split("://", 1)[0].lower()
-    schemes = known_schemes()
-    if scheme not in schemes:
+    if not is_known_scheme(scheme):
         raise ConfigError(
-            f"unknown DSN scheme {scheme!r} in {redact(dsn)!r}; known schemes: {', '.join(schemes)}"
+            f"unknown DSN scheme {scheme!r} in {redact(dsn)!r}; known schemes: {', '.join(known_schemes())}"
         )
     broker_class = _load(scheme)
     return cast(FullBroker, broker_class.from_url(dsn, clock=clock, **options))

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from pqueue.brokers import known_schemes, redact
+from pqueue.brokers import is_known_scheme, known_schemes, redact
 from pqueue.cli._app import load_router
 from pqueue.cli._options import add_flag, boolean, from_env, resolve
 from pqueue.errors import ConfigError
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.dsn:
         raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
     scheme = args.dsn.split("://", 1)[0].lower() if "://" in args.dsn else ""
-    if scheme not in known_schemes():
+    if not is_known_scheme(scheme):
         raise ConfigError(f"--dsn {redact(args.dsn)!r}: use one of {', '.join(known_schemes())}://...")
     configure_logging(args.log_level, args.log_format)
     if args.processes > 1:
