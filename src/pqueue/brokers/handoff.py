@@ -11,9 +11,14 @@ collects soon (the claimer filled up or stopped while still parked) is given bac
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, Protocol, TypeVar
+
+from pqueue.job import Lease
+
+log = logging.getLogger("pqueue.handoff")
 
 STALE_AFTER = 2.0
 """Seconds a handed-off lease may wait for its claimer before the broker gives it back.
@@ -106,16 +111,19 @@ class HandoffBox(Generic[H]):
             self._held.pop(worker, None)
 
 
-GiveBack = Callable[[Sequence[H]], Awaitable[None]]
-"""Releases items unrun; must not raise (a failure leaves them to lease expiry)."""
+ToLeases = Callable[[Sequence[H]], Awaitable[list[Lease]]]
+"""Decodes held items into leases (dead-lettering undecodable ones)."""
+Release = Callable[[Sequence[Lease]], Awaitable[object]]
+"""The broker's ``release``: hands leased jobs back unrun."""
 
 
 class HandoffHold(Generic[H]):
     """A :class:`HandoffBox` and the sweeper that gives back what waits over STALE_AFTER."""
 
-    def __init__(self, give_back: GiveBack[H], *, name: str) -> None:
+    def __init__(self, to_leases: ToLeases[H], release: Release, *, name: str) -> None:
         self.box: HandoffBox[H] = HandoffBox()
-        self._give_back = give_back
+        self._to_leases = to_leases
+        self._release = release
         self._name = name
         self._sweeper: asyncio.Task[None] | None = None
 
@@ -133,10 +141,17 @@ class HandoffHold(Generic[H]):
             await asyncio.wait({sweeper})
         await self._give_back(self.box.take_all())
 
+    async def _give_back(self, held: Sequence[H]) -> None:
+        """Release held items unrun; if that fails, lease expiry recovers them."""
+        if not held:
+            return
+        try:
+            await self._release(await self._to_leases(held))
+        except Exception as exc:  # noqa: BLE001 - the sweeper and close() must go on
+            log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
+
     async def _sweep(self) -> None:
         loop = asyncio.get_running_loop()
         while (oldest := self.box.oldest()) is not None:
             await asyncio.sleep(max(0.0, oldest + STALE_AFTER - loop.time()))
-            stale = self.box.take_stale(loop.time() - STALE_AFTER + 0.001)
-            if stale:
-                await self._give_back(stale)
+            await self._give_back(self.box.take_stale(loop.time() - STALE_AFTER + 0.001))

@@ -80,7 +80,7 @@ class PostgresBroker(PostgresAdmin):
     def __init__(self, config: PostgresConfig, *, clock: Clock | None = None) -> None:
         super().__init__(config, clock=clock)
         self._hold: HandoffHold[HeldLease] = HandoffHold(
-            self._give_back, name="pqueue-postgres-handoff-sweep"
+            self._leases, self.release, name="pqueue-postgres-handoff-sweep"
         )
         self._has_parked = False  # close() unparks only a broker that ever parked a claimer
 
@@ -290,22 +290,21 @@ class PostgresBroker(PostgresAdmin):
         """Seconds until the earliest waiting job of ``queues`` is due (None: none); with a
         ``claimer`` and a listening connection, it is parked on each queue meanwhile."""
         identity = self._listener.identity
-        if claimer is None or identity is None or not queues:
-            due_in: float | None = await self.db.value(self._q["next_due"], self._params(queues=list(queues)))
-            return due_in
-        pid, started = identity
-        self._has_parked = True
+        park = claimer is not None and identity is not None and bool(queues)
+        pid, started = identity if identity is not None else (None, None)
+        self._has_parked = self._has_parked or park
         params = self._params(
             queues=list(queues),
-            worker_id=claimer.worker_id,
+            park=park,
+            worker_id=claimer.worker_id if claimer is not None else None,
             channel=self._listener.handoff_channel,
             listener_pid=pid,
             listener_start=started,
-            lease_for=claimer.lease_for,
+            lease_for=claimer.lease_for if claimer is not None else None,
             park_for=park_for,
         )
-        parked_due_in: float | None = await self.db.value(self._q["park"], params)
-        return parked_due_in
+        due_in: float | None = await self.db.value(self._q["look"], params)
+        return due_in
 
     # -- hand-off (ADR 0054) ---------------------------------------------------------
 
@@ -328,15 +327,6 @@ class PostgresBroker(PostgresAdmin):
                 await self._bury(job.row[0], job.token, exc)
         return leases
 
-    async def _give_back(self, held: Sequence[HeldLease]) -> None:
-        """Release handed-off jobs unrun; if that fails, lease expiry recovers them."""
-        if not held:
-            return
-        try:
-            await self.release(await self._leases(held))
-        except Exception as exc:  # noqa: BLE001 - the sweeper and close() must go on
-            log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
-
     async def _unpark(self) -> None:
         """Take this broker's claimers out of the parked table, then wait until everything
         handed to them before that has arrived, so ``close`` can give it back."""
@@ -344,7 +334,7 @@ class PostgresBroker(PostgresAdmin):
         try:
             await self.db.rows(self._q["unpark"], {"channel": channel})
             if not self._listener.listening:
-                return  # nothing can have been handed to a broker that did not listen
+                return  # no marker can arrive; hand-offs sent while it was down come back by expiry
             token, arrived = self._listener.marker()
             try:
                 await self.db.value(self._q["notify"], {"channel": channel, "payload": token})

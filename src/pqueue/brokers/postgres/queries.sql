@@ -441,26 +441,17 @@ woken AS (
 SELECT count(*) FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 
 
--- name: next_due
--- Seconds until the earliest waiting job of these queues is due (<= 0: due now; NULL: none).
-SELECT extract(epoch FROM min(d.run_at) - {now})::float8
-FROM unnest(%(queues)s::text[]) AS q(name)
-CROSS JOIN LATERAL (
-    SELECT run_at FROM {schema}.jobs
-    WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry')
-    ORDER BY run_at
-    LIMIT 1
-) AS d;
-
-
--- name: park
--- Park an idle claimer on each of these queues until now + %(park_for)s s (replacing its
--- earlier parking there) and drop other claimers' expired parkings of these queues; then,
--- as next_due, seconds until the earliest waiting job of these queues is due (<= 0: due
--- now; NULL: none). The table is unlogged: parking writes no WAL and waits for no flush.
+-- name: look
+-- Seconds until the earliest waiting job of these queues is due (<= 0: due now; NULL:
+-- none). With %(park)s, it first parks an idle claimer on each of these queues until
+-- now + %(park_for)s s (replacing its earlier parking there) and drops other claimers'
+-- expired parkings of these queues (ADR 0054); without, the other parameters are NULL
+-- and nothing is written. The table is unlogged: parking writes no WAL and waits for no
+-- flush.
 WITH gone AS (
     DELETE FROM {schema}.parked
-    WHERE queue = ANY(%(queues)s::text[]) AND expires_at <= {now} AND worker_id <> %(worker_id)s
+    WHERE %(park)s::bool
+      AND queue = ANY(%(queues)s::text[]) AND expires_at <= {now} AND worker_id <> %(worker_id)s
 ),
 parked AS (
     INSERT INTO {schema}.parked AS p (
@@ -469,6 +460,7 @@ parked AS (
     SELECT q.name, %(worker_id)s, %(channel)s, %(listener_pid)s, %(listener_start)s,
            %(lease_for)s, {now} + make_interval(secs => %(park_for)s)
     FROM unnest(%(queues)s::text[]) AS q(name)
+    WHERE %(park)s::bool
     ON CONFLICT (queue, worker_id) DO UPDATE SET
         channel = excluded.channel,
         listener_pid = excluded.listener_pid,

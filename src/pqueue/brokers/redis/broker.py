@@ -71,7 +71,9 @@ class RedisBroker(RedisInspector):
         self._hub: WakeHub | None = None
         self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
         self._handoff_id = uuid.uuid4().hex  # names this broker's hand-off channel
-        self._hold: HandoffHold[HeldJob] = HandoffHold(self._give_back, name="pqueue-redis-handoff-sweep")
+        self._hold: HandoffHold[HeldJob] = HandoffHold(
+            self._leases, self.release, name="pqueue-redis-handoff-sweep"
+        )
         self._box = self._hold.box
         self._parked: dict[str, set[str]] = {}  # queue -> claimers this broker parked there
 
@@ -192,15 +194,6 @@ class RedisBroker(RedisInspector):
             log.error("pqueue: dropped a hand-off message: %s", exc)
             return
         self._hold.put(worker, held)
-
-    async def _give_back(self, held: Sequence[HeldJob]) -> None:
-        """Release handed-off jobs unrun; if that fails, lease expiry recovers them."""
-        if not held:
-            return
-        try:
-            await self.release(await self._leases(held))
-        except Exception as exc:  # noqa: BLE001 - the listener and close() must go on
-            log.warning("pqueue: could not give back %d handed-off job(s) (%s)", len(held), exc)
 
     async def _unpark(self, hub: WakeHub) -> None:
         """Take this broker's claimers out of every parked set, then receive what was handed
