@@ -36,7 +36,7 @@ LEASES = [_lease(s.id) for s in SPECS]
 
 CALLS: dict[str, ScriptCall] = {
     "enqueue": calls.enqueue(K, SPECS, NOW, "pq:test:wake", "pq:test:handoff:"),
-    "claim": calls.claim(K, NOW, 10, 30_000, "w"),
+    "claim": calls.claim(K, NOW, 10, 30_000, "w", parking="h w"),
     "park": calls.park(K, NOW, "h1 w", limit=10, lease_ms=30_000, park_ms=1_000),
     "ack": calls.ack(K, NOW, 1000, LEASES, [None, "1"]),
     "fail": calls.fail(

@@ -203,3 +203,15 @@ async def test_a_claimer_with_an_overlong_id_is_woken_not_handed_off(open_pg: Op
     [result] = await producer.enqueue([build_spec("t")])
     assert await asyncio.wait_for(waiter, 10) is True
     assert await _status(producer, result.id) == (JobStatus.PENDING, 0)
+
+
+async def test_a_claim_ends_the_claimers_parking(open_pg: OpenPg, pg_url: str, schema_name: str) -> None:
+    worker, producer = await open_pg(), await open_pg()
+    waiter = await _park(worker)
+    waiter.cancel()  # the worker stops waiting: its parking outlives the wait by a margin
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert _parked(pg_url, schema_name) == [("default", "w1")]
+    assert await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30) == []
+    assert _parked(pg_url, schema_name) == []
+    [result] = await producer.enqueue([build_spec("t")])
+    assert await _status(producer, result.id) == (JobStatus.PENDING, 0)  # for whoever claims

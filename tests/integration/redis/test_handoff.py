@@ -164,3 +164,13 @@ async def test_a_wait_without_a_claimer_only_looks(open_redis: OpenRedis, shared
     assert await broker.wait_for_jobs(["default"], timeout=0.05) is False
     async with _raw() as raw:
         assert await raw.exists(f"{shared_prefix}:{{default}}:parked") == 0
+
+
+async def test_a_claim_ends_the_claimers_parking(open_redis: OpenRedis) -> None:
+    worker, producer = await open_redis(), await open_redis()
+    waiter = await _park(worker)
+    waiter.cancel()  # the worker stops waiting: its parking outlives the wait by a margin
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30) == []
+    [result] = await producer.enqueue([build_spec("t")])
+    assert (await producer.get_job(result.id)).status is JobStatus.PENDING  # not handed off

@@ -254,6 +254,9 @@ SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken) + (SELEC
 WITH relaxed AS MATERIALIZED (
     SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
+unparked AS (  -- a claiming worker is not idle: a hand-off now would wait in its broker
+    DELETE FROM {schema}.parked WHERE worker_id = %(worker_id)s
+),
 picked AS MATERIALIZED (
     SELECT j.id, q.pos
     FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)

@@ -152,13 +152,14 @@ class RedisBroker(RedisInspector):
         if leases:  # handed off while we waited: no round trip
             return leases
         lease_ms = max(1, to_ms(lease_for))
+        parking = self._parking(worker_id)
         for queue in queues:
             if len(leases) >= limit:
                 break
             k = self.queue(queue)
             try:
                 deadline_ms, claimed = await self.run(
-                    calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id)
+                    calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id, parking=parking)
                 )
             except (RedisError, OSError) as exc:
                 if not leases:
@@ -359,6 +360,10 @@ class RedisBroker(RedisInspector):
             if claimer is not None:
                 self._box.unwatch(claimer.worker_id, event)
 
+    def _parking(self, worker_id: str) -> str:
+        """The name a claimer of this broker parks under (park.lua, claim.lua)."""
+        return f"{self._handoff_id} {worker_id}"
+
     async def _look(
         self, queues: Sequence[str], claimer: Claimer | None, park_for: float
     ) -> tuple[bool, float | None]:
@@ -368,7 +373,7 @@ class RedisBroker(RedisInspector):
             return False, None
         member, limit, lease_ms = "", 1, 1
         if claimer is not None:
-            member = f"{self._handoff_id} {claimer.worker_id}"
+            member = self._parking(claimer.worker_id)
             limit, lease_ms = max(1, claimer.limit), max(1, to_ms(claimer.lease_for))
             for queue in queues:
                 self._parked.setdefault(queue, set()).add(member)

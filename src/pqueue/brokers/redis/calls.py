@@ -25,11 +25,11 @@ def enqueue(
     )
 
 
-def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str) -> ScriptCall:
+def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str, *, parking: str) -> ScriptCall:
     return ScriptCall(
         "claim",
-        [k.pending, k.scheduled, k.retry, k.active, k.seq],
-        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH],
+        [k.pending, k.scheduled, k.retry, k.active, k.seq, k.parked, k.parkers],
+        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH, parking],
     )
 
 

@@ -10,12 +10,17 @@
 -- KEYS[3]  <p>:{q}:retry
 -- KEYS[4]  <p>:{q}:active       zset id -> lease deadline ms
 -- KEYS[5]  <p>:{q}:seq
+-- KEYS[6]  <p>:{q}:parked       zset parked claimer -> parking expiry ms
+-- KEYS[7]  <p>:{q}:parkers      hash parked claimer -> "<limit> <lease ms>"
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  limit (>= 1)
 -- ARGV[4]  lease duration ms
 -- ARGV[5]  worker id
 -- ARGV[6]  promote limit
+-- ARGV[7]  the claimer's parking name "<broker hand-off id> <worker id>": a claiming
+--          worker is no longer idle, so its parking here ends (a hand-off to it now
+--          would wait in its broker until it claims again)
 -- Returns: {lease deadline ms, {{id, fields}, ...}}: fields is the job's HGETALL before
 --          the claim followed by the fields the claim changed (the last value of a field
 --          wins); the deadline lives only in the active set's score
@@ -25,6 +30,8 @@ local pending, active = KEYS[1], KEYS[4]
 local now = pq_now(ARGV[1])
 local job_prefix, limit, lease, worker = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 
+redis.call('ZREM', KEYS[6], ARGV[7])
+redis.call('HDEL', KEYS[7], ARGV[7])
 pq_promote(pending, KEYS[2], KEYS[3], job_prefix, now, tonumber(ARGV[6]))
 local deadline, out = pq_lease(pending, active, KEYS[5], job_prefix, now, limit, lease, worker)
 if #out == 0 then
