@@ -23,7 +23,8 @@ async def test_a_claim_commits_without_a_flush_wait_and_leaves_the_session_as_it
     broker: PostgresBroker = await open_pg()
     [result] = await broker.enqueue([build_spec("t", 1)])
     queries = queries_for(schema_name)
-    params = {"queues": ["default"], "limit": 1, "lease_for": 30.0, "worker_id": "w", "now": None}
+    params = {"queues": ["default"], "limit": 1, "lease_for": 30.0, "worker_id": "w", "unpark": True}
+    params["now"] = None
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:  # as pooled
         assert await _setting(conn) == "on"
         async with conn.transaction():

@@ -126,10 +126,10 @@ async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_job
     async with PostgresBroker.from_url(migrated_dsn) as broker:
         [result] = await broker.enqueue([build_spec("t")])
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to 0001, as released
-        conn.execute(sql.SQL("DROP TABLE {}.parked").format(sql.Identifier(schema_name)))
-        conn.execute(
-            sql.SQL("DELETE FROM {}.migrations WHERE version > 1").format(sql.Identifier(schema_name))
-        )
+        schema = sql.Identifier(schema_name)
+        conn.execute(sql.SQL("DROP TABLE {}.parked").format(schema))
+        conn.execute(sql.SQL("DROP FUNCTION {}.unpark").format(schema))
+        conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version > 1").format(schema))
     broker = PostgresBroker.from_url(migrated_dsn)
     with pytest.raises(SchemaError, match="pqueue migrate"):
         await broker.open()

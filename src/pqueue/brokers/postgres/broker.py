@@ -83,6 +83,7 @@ class PostgresBroker(PostgresAdmin):
             self._leases, self.release, name="pqueue-postgres-handoff-sweep"
         )
         self._has_parked = False  # close() unparks only a broker that ever parked a claimer
+        self._parked_workers: set[str] = set()  # parked since their last claim statement
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
@@ -163,7 +164,11 @@ class PostgresBroker(PostgresAdmin):
         handed = await self._leases(self._hold.box.take(worker_id, queues, limit))
         if handed:  # handed off while we waited: no round trip
             return handed
-        params = self._params(queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id)
+        unpark = worker_id in self._parked_workers
+        self._parked_workers.discard(worker_id)
+        params = self._params(
+            queues=list(queues), limit=limit, lease_for=lease_for, worker_id=worker_id, unpark=unpark
+        )
         rows = await self.db.rows(self._q["claim"], params)
         rows.sort(key=_claim_order)
         leases: list[Lease] = []
@@ -293,6 +298,8 @@ class PostgresBroker(PostgresAdmin):
         park = claimer is not None and identity is not None and bool(queues)
         pid, started = identity if identity is not None else (None, None)
         self._has_parked = self._has_parked or park
+        if park and claimer is not None:
+            self._parked_workers.add(claimer.worker_id)
         params = self._params(
             queues=list(queues),
             park=park,

@@ -167,37 +167,39 @@ SELECT count(*), (SELECT count(*) FROM woken) FROM created;
 -- Store one job without a unique key: the same effect as `enqueue` for a batch of one,
 -- with scalar parameters and no batch machinery (single enqueues are round-trip bound,
 -- so the statement's own cost shows: about half of `enqueue`'s for one job).
--- Hand-off (ADR 0054): a job due now, small enough for a notification
--- (%(handoff)s), in a queue where no older job is due, is leased straight to one parked
--- claimer of its queue whose broker's LISTEN backend is still the one it parked with;
--- the lease goes to that broker's channel as JSON and the claimer is unparked. Otherwise the job waits as pending and
--- the schema's channel wakes idle claimers. Returns whether the job was created (false:
--- its id exists) and how many notifications were sent.
+-- Hand-off (ADR 0054): a job due now, small enough for a notification (%(handoff)s), in
+-- a queue where no older job is due, is leased straight to one parked claimer of its
+-- queue whose broker's LISTEN backend is still the one it parked with; `handed` sends
+-- the lease to that broker's channel as JSON and unparks the claimer (a function, so
+-- that no DELETE is planned into the statement when nobody is parked). Otherwise the job
+-- waits as pending and the schema's channel wakes idle claimers. Returns whether the job
+-- was created (false: its id exists) and how many notifications were sent. With nobody
+-- parked, the hand-off costs one index probe of `parked`.
 WITH due AS (
     SELECT coalesce(to_timestamp(%(at_epoch)s::float8),
                     {now} + make_interval(secs => coalesce(%(delay)s::float8, 0))) AS at
 ),
 taker AS MATERIALIZED (
-    SELECT p.worker_id, p.channel, p.lease_for
-    FROM due, {schema}.parked AS p
+    SELECT c.queue, c.worker_id, c.channel, c.lease_for
+    FROM due, {schema}.parked AS c
     WHERE %(handoff)s::bool
       AND due.at <= {now}
-      AND p.queue = %(queue)s::text
-      AND p.expires_at > {now}
-      AND octet_length(p.worker_id) <= 200  -- escaped, at most 1,200 bytes of the message
+      AND c.queue = %(queue)s::text
+      AND c.expires_at > {now}
+      AND octet_length(c.worker_id) <= 200  -- escaped, at most 1,200 bytes of the message
       AND EXISTS (
-          SELECT 1 FROM pg_stat_get_activity(p.listener_pid) AS a
-          WHERE a.backend_start = p.listener_start
+          SELECT 1 FROM pg_stat_get_activity(c.listener_pid) AS a
+          WHERE a.backend_start = c.listener_start
       )
       AND NOT EXISTS (  -- an older due job goes first: it is the claimer's to claim
           SELECT 1 FROM {schema}.jobs AS w
-          WHERE w.queue = %(queue)s::text
+          WHERE w.queue = c.queue
             AND w.status IN ('pending', 'scheduled', 'retry')
             AND w.run_at <= {now}
       )
-    ORDER BY p.expires_at DESC
+    ORDER BY c.expires_at DESC
     LIMIT 1
-    FOR UPDATE OF p SKIP LOCKED
+    FOR UPDATE OF c SKIP LOCKED
 ),
 created AS (
     INSERT INTO {schema}.jobs AS j (
@@ -223,18 +225,14 @@ created AS (
                   'e', extract(epoch FROM j.lease_expires_at)::float8, 'j', {job_json}
               )::text END AS message
 ),
-unparked AS (
-    DELETE FROM {schema}.parked AS p
-    USING taker AS t, created AS c
-    WHERE p.queue = %(queue)s::text AND p.worker_id = t.worker_id AND c.message IS NOT NULL
-),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)
     SELECT queue, {now} FROM created
     ON CONFLICT (name) DO NOTHING
 ),
 handed AS (
-    SELECT pg_notify(t.channel, c.message) FROM created AS c, taker AS t WHERE c.message IS NOT NULL
+    SELECT pg_notify(t.channel, c.message), {schema}.unpark(t.queue, t.worker_id)
+    FROM created AS c, taker AS t WHERE c.message IS NOT NULL
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
@@ -251,15 +249,22 @@ SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken) + (SELEC
 -- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
 -- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
 -- again, and the ack that follows is durable, which makes the claim before it durable too.
+-- With %(unpark)s (its worker parked since its last claim), the claim also ends that
+-- worker's parkings (ADR 0054): a claiming worker is not idle, and a hand-off to it would
+-- wait in its broker.
 WITH relaxed AS MATERIALIZED (
     SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
-unparked AS (  -- a claiming worker is not idle: a hand-off now would wait in its broker
-    DELETE FROM {schema}.parked WHERE worker_id = %(worker_id)s
+queues AS MATERIALIZED (
+    -- The first row is read before any leg runs, jobs found or not: the unpark rides on it.
+    SELECT q.name, q.pos,
+           CASE WHEN %(unpark)s::bool AND q.pos = 1
+                THEN {schema}.unpark(NULL, %(worker_id)s) END AS unparked
+    FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)
 ),
 picked AS MATERIALIZED (
     SELECT j.id, q.pos
-    FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)
+    FROM queues AS q
     CROSS JOIN LATERAL (
         SELECT id FROM {schema}.jobs
         WHERE queue = q.name

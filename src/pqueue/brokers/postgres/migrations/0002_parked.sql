@@ -17,3 +17,19 @@ CREATE UNLOGGED TABLE {schema}.parked (
     expires_at     timestamptz      NOT NULL,
     CONSTRAINT parked_pkey PRIMARY KEY (queue, worker_id)
 );
+
+-- Unpark one claimer from one queue, or from every queue (queue_name NULL); returns how
+-- many parkings ended. The statements that unpark (enqueue_one after a hand-off, claim
+-- when its worker has parked) call it only when there is something to end: a DELETE
+-- written into those statements would cost every call about 0.08 ms on the project's
+-- machine, parked claimer or not (ADR 0054).
+CREATE FUNCTION {schema}.unpark(queue_name text, claimer text) RETURNS integer
+LANGUAGE sql VOLATILE
+AS $$
+    WITH gone AS (
+        DELETE FROM {schema}.parked
+        WHERE worker_id = claimer AND (queue_name IS NULL OR queue = queue_name)
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM gone
+$$;
