@@ -128,7 +128,7 @@ async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_job
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to 0001, as released
         schema = sql.Identifier(schema_name)
         conn.execute(sql.SQL("DROP TABLE {}.parked").format(schema))
-        conn.execute(sql.SQL("DROP FUNCTION {}.unpark").format(schema))
+        conn.execute(sql.SQL("DROP FUNCTION {}.unpark, {}.hand_off").format(schema, schema))
         conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version > 1").format(schema))
     broker = PostgresBroker.from_url(migrated_dsn)
     with pytest.raises(SchemaError, match="pqueue migrate"):

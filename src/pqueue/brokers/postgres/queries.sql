@@ -12,7 +12,8 @@
 --   {job_columns}     t.id, t.type, ...: the columns a Job is decoded from, in the order
 --                     codec.JOB_COLUMNS gives (the jobs table must be aliased t)
 --   {job_json}        the same columns of a row aliased j as one JSON array, times as
---                     epoch seconds (the hand-off message)
+--                     epoch seconds (the hand-off message, built by migration 0002's
+--                     hand_off function)
 -- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
 -- statements (binary format: no text quoting to build, about 4x cheaper for the client).
 -- No literal percent signs.
@@ -167,78 +168,49 @@ SELECT count(*), (SELECT count(*) FROM woken) FROM created;
 -- Store one job without a unique key: the same effect as `enqueue` for a batch of one,
 -- with scalar parameters and no batch machinery (single enqueues are round-trip bound,
 -- so the statement's own cost shows: about half of `enqueue`'s for one job).
--- Hand-off (ADR 0054): a job due now, small enough for a notification (%(handoff)s), in
--- a queue where no older job is due, is leased straight to one parked claimer of its
--- queue whose broker's LISTEN backend is still the one it parked with; `handed` sends
--- the lease to that broker's channel as JSON and unparks the claimer (a function, so
--- that no DELETE is planned into the statement when nobody is parked). Otherwise the job
--- waits as pending and the schema's channel wakes idle claimers. Returns whether the job
--- was created (false: its id exists) and how many notifications were sent. With nobody
--- parked, the hand-off costs one index probe of `parked`.
+-- Hand-off (ADR 0054): a job due now and small enough for a notification (%(handoff)s),
+-- in a queue where someone is parked, goes to the `hand_off` function (migration 0002),
+-- which leases it to a live parked claimer and notifies that claimer's broker; the
+-- schema's channel then stays quiet. Otherwise the job waits as pending and the schema's
+-- channel wakes idle claimers. With nobody parked the hand-off costs one index probe of
+-- `parked`. Returns whether the job was created (false: its id exists) and how many
+-- notifications were sent.
 WITH due AS (
     SELECT coalesce(to_timestamp(%(at_epoch)s::float8),
                     {now} + make_interval(secs => coalesce(%(delay)s::float8, 0))) AS at
 ),
-taker AS MATERIALIZED (
-    SELECT c.queue, c.worker_id, c.channel, c.lease_for
-    FROM due, {schema}.parked AS c
-    WHERE %(handoff)s::bool
-      AND due.at <= {now}
-      AND c.queue = %(queue)s::text
-      AND c.expires_at > {now}
-      AND octet_length(c.worker_id) <= 200  -- escaped, at most 1,200 bytes of the message
-      AND EXISTS (
-          SELECT 1 FROM pg_stat_get_activity(c.listener_pid) AS a
-          WHERE a.backend_start = c.listener_start
-      )
-      AND NOT EXISTS (  -- an older due job goes first: it is the claimer's to claim
-          SELECT 1 FROM {schema}.jobs AS w
-          WHERE w.queue = c.queue
-            AND w.status IN ('pending', 'scheduled', 'retry')
-            AND w.run_at <= {now}
-      )
-    ORDER BY c.expires_at DESC
-    LIMIT 1
-    FOR UPDATE OF c SKIP LOCKED
-),
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, attempt, started_at, lease_token, lease_expires_at,
-        worker_id
+        timeout, idempotency_key, meta
     )
     SELECT %(id)s::uuid, %(queue)s::text, %(type)s::text,
-           CASE WHEN t.worker_id IS NOT NULL THEN 'active'
-                WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
+           CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            %(payload)s::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json,
-           CASE WHEN t.worker_id IS NULL THEN 0 ELSE 1 END,
-           CASE WHEN t.worker_id IS NOT NULL THEN {now} END,
-           CASE WHEN t.worker_id IS NOT NULL THEN nextval('{schema}.lease_token') END,
-           {now} + make_interval(secs => t.lease_for),
-           t.worker_id
-    FROM due LEFT JOIN taker AS t ON true
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json
+    FROM due
     ON CONFLICT (id) DO NOTHING
-    RETURNING j.queue, j.run_at, j.lease_token,
-              CASE WHEN j.lease_token IS NOT NULL THEN json_build_object(
-                  'w', j.worker_id, 't', j.lease_token,
-                  'e', extract(epoch FROM j.lease_expires_at)::float8, 'j', {job_json}
-              )::text END AS message
+    RETURNING j.id, j.queue, j.run_at
 ),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)
     SELECT queue, {now} FROM created
     ON CONFLICT (name) DO NOTHING
 ),
-handed AS (
-    SELECT pg_notify(t.channel, c.message), {schema}.unpark(t.queue, t.worker_id)
-    FROM created AS c, taker AS t WHERE c.message IS NOT NULL
+handed AS MATERIALIZED (
+    SELECT {schema}.hand_off(c.id, c.queue, {now}) AS done
+    FROM created AS c
+    WHERE %(handoff)s::bool
+      AND c.run_at <= {now}
+      AND EXISTS (SELECT 1 FROM {schema}.parked AS p WHERE p.queue = c.queue)
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
-    FROM created WHERE message IS NULL
+    FROM created
+    WHERE NOT EXISTS (SELECT 1 FROM handed WHERE done)
 )
-SELECT (SELECT count(*) FROM created) > 0, (SELECT count(*) FROM woken) + (SELECT count(*) FROM handed);
+SELECT (SELECT count(*) FROM created) > 0,
+       (SELECT count(*) FROM woken) + (SELECT count(*) FROM handed WHERE done);
 
 
 -- name: claim
