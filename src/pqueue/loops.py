@@ -51,6 +51,7 @@ def loop_factory(choice: str | None = None) -> LoopFactory:
 
 
 def new_event_loop(choice: str | None = None) -> asyncio.AbstractEventLoop:
+    """A new, not yet running loop of the chosen kind (the sync Client's private loop)."""
     return loop_factory(choice)()
 
 

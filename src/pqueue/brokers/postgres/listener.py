@@ -6,8 +6,8 @@ and reconnected with backoff when it drops. It listens on two channels:
 - the schema's: "<queue> <seconds until due>" wakes a waiter on that queue at once for
   0, or shortens its sleep for a later time;
 - the broker's own hand-off channel (ADR 0054): leases an enqueue gave this broker's
-  parked claimers go to ``on_handoff``; "flush <token>" markers tell :meth:`flush` that
-  everything sent before them has arrived.
+  parked claimers go to ``on_handoff``; a "flush <token>" marker from :meth:`marker`
+  tells the broker's ``close`` that everything sent before it has arrived.
 
 After every (re)connect all waiters are woken, since notifications sent while nobody
 listened are lost; :attr:`identity` names the connection's backend while it listens.
@@ -53,7 +53,7 @@ class Waiter:
 
 
 class Listener:
-    """LISTEN on the schema's channel and route notifications to parked waiters."""
+    """LISTEN on the schema's channel and the broker's hand-off channel; route what comes."""
 
     def __init__(
         self,
