@@ -1,6 +1,7 @@
 """The Postgres hand-off message: a job an enqueue leased to a parked claimer of this broker.
 
-``enqueue_one`` (queries.sql) sends it on the broker's own channel as
+The ``hand_off`` function (migration 0002, called by ``enqueue_one``) sends it on the
+broker's own channel as
 ``{"w": worker id, "t": lease token, "e": lease deadline (epoch s), "j": [job row]}``,
 the row in ``JOB_COLUMNS`` order with times as epoch seconds. The listener parses it
 into a :class:`HeldLease` for the broker's :class:`~pqueue.brokers.handoff.HandoffHold`;
@@ -20,8 +21,8 @@ from pqueue.job import JobSpec
 
 HANDOFF_BYTES = 6000
 """Most bytes a job's variable parts may take in a hand-off message: Postgres refuses
-notifications of 8000 bytes or more; the worker id (``enqueue_one`` only hands off to
-ids of at most 200 bytes, 1,200 escaped) and the fixed parts (ids, numbers, keys: under
+notifications of 8000 bytes or more; the worker id (``hand_off`` only hands off to ids
+of at most 200 bytes, 1,200 escaped) and the fixed parts (ids, numbers, keys: under
 500) fit in the other 2000."""
 
 _TIMES = tuple(JOB_COLUMNS.index(c) for c in ("run_at", "created_at", "started_at", "finished_at"))
