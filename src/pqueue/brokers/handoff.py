@@ -11,9 +11,11 @@ collects soon (the claimer filled up or stopped while still parked) is given bac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from pqueue.job import Lease
@@ -155,3 +157,33 @@ class HandoffHold(Generic[H]):
         while (oldest := self.box.oldest()) is not None:
             await asyncio.sleep(max(0.0, oldest + STALE_AFTER - loop.time()))
             await self._give_back(self.box.take_stale(loop.time() - STALE_AFTER + 0.001))
+
+
+class FlushMarkers:
+    """Markers a broker sends down its own hand-off channel at close. A channel delivers in
+    order, so once a marker arrives, every hand-off sent before it has arrived too."""
+
+    PREFIX = "flush "
+    """Starts every marker; hand-off messages are JSON objects, so never do."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Event] = {}
+
+    @contextlib.contextmanager
+    def new(self) -> Iterator[tuple[str, asyncio.Event]]:
+        """A fresh marker to send, and the event its arrival sets; forgotten on exit."""
+        marker = self.PREFIX + secrets.token_hex(8)
+        self._waiting[marker] = arrived = asyncio.Event()
+        try:
+            yield marker, arrived
+        finally:
+            del self._waiting[marker]
+
+    def arrived(self, payload: str) -> bool:
+        """Whether ``payload`` is a marker (ours or a stale one) rather than a hand-off."""
+        if not payload.startswith(self.PREFIX):
+            return False
+        waiting = self._waiting.get(payload)
+        if waiting is not None:
+            waiting.set()
+        return True

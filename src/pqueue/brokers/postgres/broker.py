@@ -342,12 +342,9 @@ class PostgresBroker(PostgresAdmin):
             await self.db.rows(self._q["unpark"], {"channel": channel})
             if not self._listener.listening:
                 return  # no marker can arrive; hand-offs sent while it was down come back by expiry
-            token, arrived = self._listener.marker()
-            try:
-                await self.db.value(self._q["notify"], {"channel": channel, "payload": token})
+            with self._listener.markers.new() as (marker, arrived):
+                await self.db.value(self._q["notify"], {"channel": channel, "payload": marker})
                 await asyncio.wait_for(arrived.wait(), FLUSH_TIMEOUT)
-            finally:
-                self._listener.forget(token)
         except (BrokerError, TimeoutError) as exc:  # parkings expire within seconds anyway
             log.warning("pqueue: jobs handed off just before close may stay leased until their lease "
                         "expires (%s)", exc)  # fmt: skip

@@ -6,8 +6,8 @@ and reconnected with backoff when it drops. It listens on two channels:
 - the schema's: "<queue> <seconds until due>" wakes a waiter on that queue at once for
   0, or shortens its sleep for a later time;
 - the broker's own hand-off channel (ADR 0054): leases an enqueue gave this broker's
-  parked claimers go to ``on_handoff``; a "flush <token>" marker from :meth:`marker`
-  tells the broker's ``close`` that everything sent before it has arrived.
+  parked claimers go to ``on_handoff``; a marker from :attr:`markers` tells the broker's
+  ``close`` that everything sent before it has arrived.
 
 After every (re)connect all waiters are woken, since notifications sent while nobody
 listened are lost; :attr:`identity` names the connection's backend while it listens.
@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import LiteralString
@@ -27,6 +26,7 @@ from typing import LiteralString
 import psycopg
 from psycopg import sql
 
+from pqueue.brokers.handoff import FlushMarkers
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.connection import connection_kwargs
 
@@ -73,7 +73,7 @@ class Listener:
         self._listening = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = MIN_BACKOFF
-        self._markers: dict[str, asyncio.Event] = {}
+        self.markers = FlushMarkers()
         self.identity: tuple[int, datetime] | None = None
         """(pid, backend start) of the LISTEN connection while it listens, else None."""
 
@@ -116,20 +116,8 @@ class Listener:
             if queue in waiter.queues:
                 waiter.expect(when)
 
-    def marker(self) -> tuple[str, asyncio.Event]:
-        """A new flush marker to send on the hand-off channel, and the event its arrival sets."""
-        token = f"flush {secrets.token_hex(8)}"
-        self._markers[token] = event = asyncio.Event()
-        return token, event
-
-    def forget(self, token: str) -> None:
-        self._markers.pop(token, None)
-
     def _handoff(self, payload: str) -> None:
-        marker = self._markers.pop(payload, None)
-        if marker is not None:
-            marker.set()
-        elif not payload.startswith("flush "):
+        if not self.markers.arrived(payload):
             self._on_handoff(payload)
 
     def wake_all(self) -> None:

@@ -18,18 +18,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable, Iterable
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from pqueue.brokers.handoff import FlushMarkers
 from pqueue.brokers.redis.core import honour_lost_cancel
 
 log = logging.getLogger("pqueue.redis")
-
-FLUSH_MARKER = "flush "
-"""Prefix of a flush marker on the hand-off channel (hand-offs are JSON objects)."""
 
 
 class WakeHub:
@@ -45,7 +42,7 @@ class WakeHub:
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self._flushes: dict[str, asyncio.Event] = {}
+        self._markers = FlushMarkers()
 
     async def subscribed(self, timeout: float) -> bool:
         """Start listening if needed; True once the subscription is confirmed."""
@@ -125,11 +122,7 @@ class WakeHub:
             self._ready.set()
 
     def _received(self, data: str) -> None:
-        if data.startswith(FLUSH_MARKER):
-            flushed = self._flushes.get(data[len(FLUSH_MARKER) :])
-            if flushed is not None:
-                flushed.set()
-        else:
+        if not self._markers.arrived(data):
             self._on_handoff(data)
 
     async def flush(self, timeout: float) -> bool:
@@ -140,17 +133,14 @@ class WakeHub:
         """
         if self._task is None or self._task.done() or self._ready is None or not self._ready.is_set():
             return False
-        marker = uuid.uuid4().hex
-        arrived = self._flushes[marker] = asyncio.Event()
-        try:
-            await self._client.publish(self._handoff_channel, FLUSH_MARKER + marker)
-            async with asyncio.timeout(timeout):
-                await arrived.wait()
-            return True
-        except (TimeoutError, RedisError, OSError):
-            return False
-        finally:
-            del self._flushes[marker]
+        with self._markers.new() as (marker, arrived):
+            try:
+                await self._client.publish(self._handoff_channel, marker)
+                async with asyncio.timeout(timeout):
+                    await arrived.wait()
+                return True
+            except (TimeoutError, RedisError, OSError):
+                return False
 
     async def close(self) -> None:
         task, self._task = self._task, None
