@@ -16,6 +16,7 @@ from pqueue.brokers.postgres import PostgresBroker
 from pqueue.brokers.postgres.handoff import HANDOFF_BYTES, fits_handoff
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
+from pqueue.testing.contract.helpers import waiting_claimer
 from tests.integration.postgres.conftest import OpenPg
 
 CLAIMER = Claimer("w1", limit=4, lease_for=30)
@@ -23,10 +24,7 @@ CLAIMER = Claimer("w1", limit=4, lease_for=30)
 
 async def _park(broker: FullBroker, claimer: Claimer = CLAIMER, timeout: float = 30) -> asyncio.Task[bool]:
     """A wait that has parked ``claimer`` on "default" (nothing due there)."""
-    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=timeout, claimer=claimer))
-    await asyncio.sleep(0.3)
-    assert not waiter.done()
-    return waiter
+    return await waiting_claimer(broker, claimer, timeout=timeout, settle=0.3)
 
 
 async def _status(broker: FullBroker, job_id: str) -> tuple[JobStatus, int]:

@@ -15,6 +15,7 @@ from pqueue.brokers import handoff as shared_handoff
 from pqueue.clock import ManualClock
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
+from pqueue.testing.contract.helpers import waiting_claimer
 from tests.conftest import service_url
 from tests.integration.redis.conftest import OpenRedis
 
@@ -25,10 +26,7 @@ CLAIMER = Claimer("w1", limit=4, lease_for=30)
 
 async def _park(broker: FullBroker, claimer: Claimer = CLAIMER, timeout: float = 30) -> asyncio.Task[bool]:
     """A wait that has parked ``claimer`` on "default" (nothing due there)."""
-    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=timeout, claimer=claimer))
-    await asyncio.sleep(0.2)
-    assert not waiter.done()
-    return waiter
+    return await waiting_claimer(broker, claimer, timeout=timeout, settle=0.2)
 
 
 @asynccontextmanager

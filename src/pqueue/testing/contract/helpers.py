@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from pqueue.broker import FullBroker
+from pqueue.broker import Claimer, FullBroker
 from pqueue.job import ErrorInfo, JobStatus, Lease
 from pqueue.spec import build_spec
 
@@ -32,6 +33,17 @@ async def put_many(
     results = await broker.enqueue(specs)
     assert all(r.created for r in results)
     return [r.id for r in results]
+
+
+async def waiting_claimer(
+    broker: FullBroker, claimer: Claimer, *, timeout: float = 20.0, settle: float = 0.2
+) -> asyncio.Task[bool]:
+    """``claimer`` waiting in ``wait_for_jobs`` on "default", given ``settle`` seconds to park
+    (on backends that park); fails if the wait has ended already (nothing may be due)."""
+    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=timeout, claimer=claimer))
+    await asyncio.sleep(settle)
+    assert not waiter.done()
+    return waiter
 
 
 async def take(

@@ -9,7 +9,7 @@ import pytest
 
 from pqueue.broker import Capability, Claimer, FullBroker
 from pqueue.job import JobStatus
-from pqueue.testing.contract.helpers import LEASE, WORKER, OpenAnother, put, status_of, take
+from pqueue.testing.contract.helpers import LEASE, WORKER, OpenAnother, put, status_of, take, waiting_claimer
 
 
 @pytest.mark.asyncio
@@ -37,15 +37,6 @@ class WakeupContract:
         assert await broker.wait_for_jobs(["default"], timeout=0.05) is False
 
 
-async def _waiting_claimer(broker: FullBroker, limit: int) -> asyncio.Task[bool]:
-    """A claimer of up to ``limit`` jobs waiting on "default" (parked, where backends park)."""
-    claimer = Claimer(WORKER, limit=limit, lease_for=LEASE)
-    waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=20, claimer=claimer))
-    await asyncio.sleep(0.2)  # let the waiter park
-    assert not waiter.done()
-    return waiter
-
-
 @pytest.mark.asyncio
 class HandoffContract:
     """A claimer waiting in ``wait_for_jobs``: backends declaring HANDOFF lease it a due job
@@ -56,7 +47,7 @@ class HandoffContract:
         self, broker: FullBroker, open_broker: OpenAnother
     ) -> None:
         producer = await open_broker()
-        waiter = await _waiting_claimer(broker, limit=2)
+        waiter = await waiting_claimer(broker, Claimer(WORKER, limit=2, lease_for=LEASE))
         first = await put(producer)
         assert await asyncio.wait_for(waiter, 10) is True
         second = await put(producer)  # nobody waits now: this one only waits to be claimed
@@ -78,7 +69,7 @@ class HandoffContract:
         self, broker: FullBroker, open_broker: OpenAnother
     ) -> None:
         producer = await open_broker()
-        waiter = await _waiting_claimer(broker, limit=5)
+        waiter = await waiting_claimer(broker, Claimer(WORKER, limit=5, lease_for=LEASE))
         job_id = await put(producer)
         assert await asyncio.wait_for(waiter, 10) is True
         await broker.close()  # without claiming: anything handed off is given back unrun
