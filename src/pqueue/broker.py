@@ -108,6 +108,22 @@ def page_request(status: JobStatus | str, limit: int, offset: int) -> JobStatus:
 QueueCounts = Mapping[str, Mapping[JobStatus, int]]
 """Queue name -> status -> number of jobs (every status present, zeros included)."""
 
+DONE_WINDOW = 60.0
+"""Seconds :meth:`Inspector.activity` looks back for finished jobs (``Stats.done_per_second``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueActivity:
+    """How each queue is moving, as :meth:`Inspector.activity` measures it on the broker's clock."""
+
+    oldest_pending_age: Mapping[str, float]
+    """Queue -> seconds since the oldest due waiting job (pending, or scheduled/retry whose
+    run_at has passed) became due; a queue where no due job waits is absent."""
+    done: Mapping[str, int]
+    """Queue -> jobs finished (completed or dead) within the window; every queue, zeros included."""
+    window: float = DONE_WINDOW
+    """The look-back of ``done``, in seconds."""
+
 
 @runtime_checkable
 class Broker(Protocol):
@@ -256,6 +272,11 @@ class Inspector(Protocol):
 
     async def list_workers(self) -> list[WorkerInfo]:
         """Workers seen within their TTL."""
+        ...
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        """Per queue, the age of the oldest due waiting job and the jobs finished (completed
+        or dead) within the last ``window`` seconds, both on the broker's clock."""
         ...
 
 

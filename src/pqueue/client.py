@@ -31,6 +31,10 @@ class Stats:
 
     queues: QueueCounts
     workers: list[WorkerInfo] = field(default_factory=list)
+    oldest_pending_age: Mapping[str, float] = field(default_factory=dict)
+    """Queue -> seconds the oldest due pending job has waited (absent when none waits)."""
+    done_per_second: Mapping[str, float] = field(default_factory=dict)
+    """Queue -> jobs finished (completed or dead) over the last 60 s, divided by 60."""
 
     def total(self, status: JobStatus, queue: str | None = None) -> int:
         """Jobs in ``status`` (in one queue, or in all)."""
@@ -216,9 +220,14 @@ class AsyncClient:
         return await (await self._ready()).get_job(job_id)
 
     async def stats(self) -> Stats:
-        """Jobs per queue and status, and the workers seen recently."""
+        """Jobs per queue and status, the workers seen recently, and how each queue moves
+        (the oldest due job's age, jobs done per second over the last minute)."""
         broker = await self._ready()
-        return Stats(await broker.counts(), await broker.list_workers())
+        counts, workers, activity = await asyncio.gather(
+            broker.counts(), broker.list_workers(), broker.activity()
+        )
+        rates = {queue: n / activity.window for queue, n in activity.done.items()}
+        return Stats(counts, workers, dict(activity.oldest_pending_age), rates)
 
     async def list_queues(self) -> list[str]:
         return await (await self._ready()).list_queues()

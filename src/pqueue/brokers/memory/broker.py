@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from urllib.parse import parse_qs
 
 from pqueue.broker import (
+    DONE_WINDOW,
     Capability,
     Claimer,
     IdempotencyState,
     JobPage,
+    QueueActivity,
     QueueCounts,
     RecoveryReport,
     WorkerInfo,
@@ -207,3 +209,6 @@ class MemoryBroker:
 
     async def list_workers(self) -> list[WorkerInfo]:
         return self._store.list_workers()
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        return self._store.activity(window)

@@ -15,7 +15,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from pqueue.broker import IdempotencyState, JobPage, RecoveryReport, WorkerInfo
+from pqueue.broker import IdempotencyState, JobPage, QueueActivity, RecoveryReport, WorkerInfo
 from pqueue.brokers.memory.records import Record
 from pqueue.brokers.memory.waiters import Waiters
 from pqueue.clock import Clock
@@ -386,3 +386,19 @@ class MemoryStore:
         with self.lock:
             self._workers = {k: v for k, v in self._workers.items() if v[1] > now}
             return sorted((info for info, _ in self._workers.values()), key=lambda w: w.id)
+
+    def activity(self, window: float) -> QueueActivity:
+        """Oldest due waiting job's age and jobs finished within ``window``, per queue (a scan:
+        the memory backend keeps no index for these, and its stores are small)."""
+        now = self.clock.now()
+        since = now - window
+        with self.lock:
+            oldest: dict[str, float] = {}
+            done = dict.fromkeys(sorted(self._counts), 0)
+            for rec in self._jobs.values():
+                if rec.status.is_waiting and rec.run_at <= now:
+                    oldest[rec.queue] = min(oldest.get(rec.queue, rec.run_at), rec.run_at)
+                elif rec.status in (JobStatus.COMPLETED, JobStatus.DEAD) and (rec.finished_at or 0.0) > since:
+                    done[rec.queue] += 1
+        ages = {queue: now - run_at for queue, run_at in sorted(oldest.items())}
+        return QueueActivity(ages, done, window)

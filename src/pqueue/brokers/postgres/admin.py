@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
+from pqueue.broker import DONE_WINDOW, JobPage, QueueActivity, QueueCounts, WorkerInfo, page_request
 from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
 from pqueue.errors import CorruptJob, JobNotFound
@@ -91,3 +91,8 @@ class PostgresAdmin(BrokerCore):
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
         return [info for info in map(row_to_worker, rows) if info is not None]
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        rows = await self.db.rows(self._q["activity"], self._params(window=window), prepare=False)
+        ages = {queue: max(0.0, float(age)) for queue, age, _ in rows if age is not None}
+        return QueueActivity(ages, {queue: int(done) for queue, _, done in rows}, window)

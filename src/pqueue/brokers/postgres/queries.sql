@@ -530,6 +530,19 @@ LEFT JOIN (
 ) AS c ON c.queue = q.name;
 
 
+-- name: activity
+-- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
+-- the claim index answers it) and the jobs finished (completed or dead) in the window.
+SELECT q.name,
+    (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
+     WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
+    (SELECT count(*) FROM {schema}.jobs AS j
+     WHERE j.queue = q.name AND j.status IN ('completed', 'dead')
+       AND j.finished_at > {now} - make_interval(secs => %(window)s))
+FROM {schema}.queues AS q
+ORDER BY q.name;
+
+
 -- name: list_queues
 -- Every queue that has held a job.
 SELECT name FROM {schema}.queues ORDER BY name;

@@ -132,6 +132,12 @@ def prune(k: QueueKeys, now: str, retention_ms: int, limit: int) -> ScriptCall:
     return ScriptCall("prune", [k.completed, k.cancelled], [now, retention_ms, limit, k.job_prefix])
 
 
+def activity(k: QueueKeys, now: str, window_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "activity", [k.pending, k.scheduled, k.retry, k.completed, k.dead], [now, k.job_prefix, window_ms]
+    )
+
+
 def idempotency_begin(key: str, now: str, owner: str, ttl_ms: int) -> ScriptCall:
     return ScriptCall("idempotency_begin", [key], [now, owner, ttl_ms])
 

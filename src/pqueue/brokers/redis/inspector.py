@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
+from pqueue.broker import DONE_WINDOW, JobPage, QueueActivity, QueueCounts, WorkerInfo, page_request
 from pqueue.brokers.redis import calls
-from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker
+from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
 from pqueue.brokers.redis.core import RedisCore, translated
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.errors import CorruptJob, JobNotFound
@@ -234,3 +234,18 @@ class RedisInspector(RedisCore):
         if gone:
             await self.client.hdel(self.keys.workers, *gone)
         return sorted(live, key=lambda w: w.id)
+
+    @translated
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        queues = await self.registered_queues()
+        if not queues:
+            return QueueActivity({}, {}, window)
+        now = self.now_arg()
+        found = await self.run_many([calls.activity(self.queue(q), now, to_ms(window)) for q in queues])
+        ages: dict[str, float] = {}
+        done: dict[str, int] = {}
+        for queue, (at, oldest, finished) in zip(queues, found, strict=True):
+            if int(oldest) >= 0:
+                ages[queue] = max(0, int(at) - int(oldest)) / 1000
+            done[queue] = int(finished)
+        return QueueActivity(ages, done, window)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.broker import DONE_WINDOW, FullBroker, QueueActivity, WorkerInfo
 from pqueue.clock import ManualClock
 from pqueue.errors import InvalidRequest, JobNotFound
 from pqueue.ids import new_id
@@ -149,3 +149,31 @@ class AdminContract:
         await broker.register_worker(info, ttl=30)
         await broker.unregister_worker("w-1")
         assert await broker.list_workers() == []
+
+    async def test_activity_measures_oldest_due_job_and_jobs_done(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        assert await broker.activity() == QueueActivity({}, {})
+        await put_many(broker, 2, queue="a")
+        clock.advance(5)
+        await put(broker, queue="b")
+        await put(broker, queue="c", delay=30)  # scheduled: not due, so not waiting yet
+        clock.advance(2)
+        seen = await broker.activity()
+        assert set(seen.oldest_pending_age) == {"a", "b"}
+        assert seen.oldest_pending_age["a"] == pytest.approx(7, abs=0.01)
+        assert seen.oldest_pending_age["b"] == pytest.approx(2, abs=0.01)
+        assert seen.done == {"a": 0, "b": 0, "c": 0} and seen.window == DONE_WINDOW
+        [lease] = await take(broker, ["a"])
+        assert await broker.ack([lease]) == [True]
+        [lease] = await take(broker, ["b"])
+        assert await broker.fail(lease, boom("poison"), retry_in=None)
+        clock.advance(31)  # c's job is due (since 3 s) but no promote pass has run
+        seen = await broker.activity()
+        assert seen.oldest_pending_age["a"] == pytest.approx(38, abs=0.01)
+        assert seen.oldest_pending_age["c"] == pytest.approx(3, abs=0.01)
+        assert "b" not in seen.oldest_pending_age
+        assert seen.done == {"a": 1, "b": 1, "c": 0}
+        assert (await broker.activity(window=10)).done == {"a": 0, "b": 0, "c": 0}
+        clock.advance(30)  # 61 s after they finished
+        assert (await broker.activity()).done == {"a": 0, "b": 0, "c": 0}
