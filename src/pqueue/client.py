@@ -236,10 +236,17 @@ class AsyncClient:
         return await (await self._ready()).list_workers()
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        """One page of jobs in ``status``; pass ``page.next_offset`` for the next."""
-        return await (await self._ready()).list_jobs(status, queue=queue, limit=limit, offset=offset)
+        """One page of jobs in ``status`` (of one queue, one type); pass ``page.next_offset`` for the next."""
+        broker = await self._ready()
+        return await broker.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset)
 
     async def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         """One page of the dead-letter queue (with each job's ``last_error``)."""
@@ -249,10 +256,24 @@ class AsyncClient:
         """Give dead jobs (these ids, or all in ``queue``/everywhere) a fresh start; returns how many."""
         return await (await self._ready()).requeue_dead(queue=queue, job_ids=job_ids)
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        """Delete dead jobs (these ids, or all in ``queue``/everywhere); returns how many."""
-        return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids)
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | timedelta | None = None,
+    ) -> int:
+        """Delete dead jobs (these ids, or all in ``queue``/everywhere; with ``older_than``,
+        only those dead for at least that long); returns how many."""
+        age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids, older_than=age)
 
     async def cancel(self, job_id: str) -> bool:
         """Cancel a job that has not started; False if it is running or finished."""
         return await (await self._ready()).cancel(job_id)
+
+    async def health(self) -> str:
+        """Check that the broker answers and its storage schema is current; returns what was
+        checked. Raises :class:`~pqueue.errors.BrokerUnavailable` or
+        :class:`~pqueue.errors.SchemaError` (also from connecting, when not open yet)."""
+        return await (await self._ready()).check_health()

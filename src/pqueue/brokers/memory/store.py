@@ -299,11 +299,17 @@ class MemoryStore:
         with self.lock:
             return sorted(self._counts)
 
-    def list_jobs(self, status: JobStatus, queue: str | None, limit: int, offset: int) -> JobPage:
+    def list_jobs(
+        self, status: JobStatus, queue: str | None, job_type: str | None, limit: int, offset: int
+    ) -> JobPage:
         with self.lock:
             self._promote_due(self.clock.now())
             matching = sorted(
-                (r for r in self._jobs.values() if r.status is status and queue in (None, r.queue)),
+                (
+                    r
+                    for r in self._jobs.values()
+                    if r.status is status and queue in (None, r.queue) and job_type in (None, r.type)
+                ),
                 key=lambda r: (r.created_at, r.id),
             )
             page = matching[offset : offset + limit]
@@ -342,9 +348,12 @@ class MemoryStore:
                 self._line_up(rec)
             return len(recs), {r.queue for r in recs}
 
-    def purge_dead(self, queue: str | None, job_ids: Sequence[str] | None) -> int:
+    def purge_dead(self, queue: str | None, job_ids: Sequence[str] | None, older_than: float | None) -> int:
+        cutoff = None if older_than is None else self.clock.now() - older_than
         with self.lock:
             recs = self._dead(queue, job_ids)
+            if cutoff is not None:
+                recs = [r for r in recs if (r.finished_at or 0.0) <= cutoff]
             for rec in recs:
                 self._delete(rec)
             return len(recs)

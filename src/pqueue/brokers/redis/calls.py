@@ -122,10 +122,20 @@ def requeue_dead(
     return ScriptCall("requeue_dead", keys, [now, k.job_prefix, mode, limit, channel, k.queue, *ids])
 
 
-def purge_dead(k: QueueKeys, job_ids: Sequence[str] | None, limit: int) -> ScriptCall:
+def purge_dead(
+    k: QueueKeys,
+    job_ids: Sequence[str] | None,
+    limit: int,
+    *,
+    now: str = "",
+    older_than_ms: int | None = None,
+) -> ScriptCall:
     ids = list(job_ids or ())
     mode = "all" if job_ids is None else "ids"
-    return ScriptCall("purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, *ids])
+    age = "" if older_than_ms is None else older_than_ms
+    return ScriptCall(
+        "purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, now, age, *ids]
+    )
 
 
 def prune(k: QueueKeys, now: str, retention_ms: int, limit: int) -> ScriptCall:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pqueue.broker import DONE_WINDOW, FullBroker, QueueActivity, WorkerInfo
@@ -177,3 +179,66 @@ class AdminContract:
         assert (await broker.activity(window=10)).done == {"a": 0, "b": 0, "c": 0}
         clock.advance(30)  # 61 s after they finished
         assert (await broker.activity()).done == {"a": 0, "b": 0, "c": 0}
+
+    async def test_list_jobs_filters_by_type(self, broker: FullBroker) -> None:
+        wanted: list[str] = []
+        for i in range(4):
+            wanted.append(await put(broker, "kind:a", i, queue="q1"))
+            await put(broker, "kind:b", i, queue="q1")
+        wanted.append(await put(broker, "kind:a", 9, queue="q2"))
+        seen: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await broker.list_jobs(JobStatus.PENDING, type="kind:a", limit=2, offset=offset)
+            assert len(page.jobs) <= 2 and {job.type for job in page.jobs} <= {"kind:a"}
+            seen.extend(job.id for job in page.jobs)
+            offset = page.next_offset
+        assert sorted(seen) == sorted(wanted)
+        one_queue = await broker.list_jobs(JobStatus.PENDING, queue="q1", type="kind:a", limit=10)
+        assert (
+            sorted(job.id for job in one_queue.jobs) == sorted(wanted[:4]) and one_queue.next_offset is None
+        )
+        assert (await broker.list_jobs(JobStatus.PENDING, type="kind:none")).jobs == ()
+
+    async def test_purge_dead_older_than(self, broker: FullBroker, clock: ManualClock) -> None:
+        old = await _kill(broker, 2, queue="a")
+        clock.advance(100)
+        young = await _kill(broker, 1, queue="a")
+        assert await broker.purge_dead(job_ids=[*old, *young], older_than=150) == 0
+        assert await broker.purge_dead(job_ids=[old[0], young[0]], older_than=50) == 1
+        assert await broker.purge_dead(queue="a", older_than=50) == 1
+        for job_id in old:
+            with pytest.raises(JobNotFound):
+                await broker.get_job(job_id)
+        assert await status_of(broker, young[0]) is JobStatus.DEAD
+        clock.advance(100)
+        assert await broker.purge_dead(older_than=50) == 1
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            {"list": {"queue": "no spaces"}},
+            {"list": {"type": "bad type!"}},
+            {"requeue": {"queue": "{slot}"}},
+            {"purge": {"queue": ""}},
+            {"purge": {"older_than": -1}},
+            {"purge": {"older_than": float("nan")}},
+        ],
+    )
+    async def test_admin_filters_refuse_bad_names_and_ages(
+        self, broker: FullBroker, call: dict[str, dict[str, Any]]
+    ) -> None:
+        dead = await _kill(broker, 1)
+        [(what, kwargs)] = call.items()
+        with pytest.raises(InvalidRequest):
+            if what == "list":
+                await broker.list_jobs(JobStatus.DEAD, **kwargs)
+            elif what == "requeue":
+                await broker.requeue_dead(**kwargs)
+            else:
+                await broker.purge_dead(**kwargs)
+        assert await status_of(broker, dead[0]) is JobStatus.DEAD
+
+    async def test_check_health_says_what_it_checked(self, broker: FullBroker) -> None:
+        described = await broker.check_health()
+        assert isinstance(described, str) and described
