@@ -17,8 +17,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from pqueue.clock import to_iso
 from pqueue.errors import InvalidName, InvalidRequest
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 from pqueue.spec import validate_job_type, validate_queue_name
@@ -84,6 +85,19 @@ class WorkerInfo:
     started_at: float
     last_seen: float = 0.0  # stamped by the broker on every registration
     meta: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data (times as ISO-8601 UTC text), the shape of a worker in every answer."""
+        return {
+            "id": self.id,
+            "host": self.host,
+            "pid": self.pid,
+            "queues": list(self.queues),
+            "concurrency": self.concurrency,
+            "started_at": to_iso(self.started_at),
+            "last_seen": to_iso(self.last_seen),
+            "meta": dict(self.meta),
+        }
 
 
 @dataclass(frozen=True, slots=True)

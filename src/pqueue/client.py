@@ -18,6 +18,7 @@ from typing import Any
 from pqueue.broker import FullBroker, JobPage, QueueCounts, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
+from pqueue.durations import format_duration
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.router import Router
@@ -45,6 +46,57 @@ class Stats:
     @property
     def totals(self) -> dict[JobStatus, int]:
         return {status: self.total(status) for status in JobStatus}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data, the one shape of stats in every answer (``pqueue stats --json``,
+        the HTTP API, the dashboard): counts keyed by status value, ages and rates in float
+        seconds, worker times as ISO-8601 UTC text; docs/cli.md lists the keys."""
+        return {
+            "queues": {
+                queue: {status.value: per.get(status, 0) for status in JobStatus}
+                for queue, per in self.queues.items()
+            },
+            "totals": {status.value: n for status, n in self.totals.items()},
+            "oldest_pending_age": dict(self.oldest_pending_age),
+            "done_per_second": dict(self.done_per_second),
+            "workers": [worker.to_dict() for worker in self.workers],
+        }
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The header and one row of text cells per queue (counts, done/s, oldest pending
+        age): what ``str(stats)`` and ``pqueue stats`` show, defined once."""
+        statuses = [s for s in JobStatus if s is not JobStatus.CANCELLED]
+        header = ["queue", *(s.value for s in statuses), "done/s", "oldest pending"]
+        rows = [
+            [
+                queue,
+                *(str(per.get(s, 0)) for s in statuses),
+                f"{self.done_per_second.get(queue, 0.0):.2f}",
+                _age(self.oldest_pending_age.get(queue)),
+            ]
+            for queue, per in self.queues.items()
+        ]
+        return header, rows
+
+    def __str__(self) -> str:
+        """A plain-text table a person can read: one line per queue, then the workers."""
+        header, rows = self.table()
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+            )
+            for row in [header, *rows]
+        ]
+        if not rows:
+            lines.append("(no queues yet)")
+        names = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in self.workers)
+        lines.append(f"workers: {len(self.workers)}" + (f": {names}" if names else ""))
+        return "\n".join(lines)
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else format_duration(seconds)
 
 
 class AsyncClient:
