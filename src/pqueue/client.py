@@ -47,6 +47,15 @@ class Stats:
     def totals(self) -> dict[JobStatus, int]:
         return {status: self.total(status) for status in JobStatus}
 
+    def only(self, queue: str) -> Stats:
+        """These stats for one queue (zeros if it never held a job) and the workers serving it."""
+        return Stats(
+            {queue: self.queues.get(queue, dict.fromkeys(JobStatus, 0))},
+            [w for w in self.workers if queue in w.queues],
+            {q: age for q, age in self.oldest_pending_age.items() if q == queue},
+            {queue: self.done_per_second.get(queue, 0.0)},
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe data, the one shape of stats in every answer (``pqueue stats --json``,
         the HTTP API, the dashboard): counts keyed by status value, ages and rates in float
