@@ -41,15 +41,15 @@ def _dead(dsn: str) -> int:
         return client.stats().total(JobStatus.DEAD)
 
 
-@pytest.mark.parametrize(("answer", "code", "left"), [("n\n", 1, 2), ("\n", 1, 2), ("y\n", 0, 0)])
+REPLIES = {"no": ("n\n", 1, 2), "default": ("\n", 1, 2), "yes": ("y\n", 0, 0)}
+"""What is typed -> exit code, dead jobs left."""
+
+
+@pytest.mark.parametrize("reply", list(REPLIES))
 async def test_purge_asks_on_a_terminal(
-    dsn: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    answer: str,
-    code: int,
-    left: int,
+    dsn: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], reply: str
 ) -> None:
+    answer, code, left = REPLIES[reply]
     await _kill(dsn, 2)
     monkeypatch.setattr("sys.stdin", Terminal(answer))
     assert main(["dlq", "purge", "--dsn", dsn]) == code
