@@ -101,7 +101,7 @@ def run_list(args: argparse.Namespace) -> int:
         emit_json({"jobs": [job.to_dict() for job in page.jobs], "more": more})
         return 0
     out = console()
-    out.print(job_table(list(page.jobs)))
+    out.print(job_table(list(page.jobs), dead=True))
     if more:
         out.print(f"showing the first {len(page.jobs)}; more are dead (raise --limit)")
     return 0

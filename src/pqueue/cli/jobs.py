@@ -86,24 +86,27 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def job_table(jobs: list[Job]) -> Any:
-    """Jobs as a rich table, one row each (the dead-letter listing uses it too)."""
+def job_table(jobs: list[Job], *, dead: bool = False) -> Any:
+    """Jobs as a rich table, one row each; ``dead`` for the dead-letter listing (when they died)."""
     table = rich_module("rich.table").Table()
-    for name in ("id", "type", "queue", "status", "attempt", "created", "run at", "finished", "last error"):
-        table.add_column(name, no_wrap=name in ("id", "status", "created", "run at", "finished"))
+    names = ["id", "type", "queue", "attempt", "died" if dead else "created", "last error"]
+    if not dead:
+        names.insert(3, "status")
+    for name in names:
+        table.add_column(name, no_wrap=name != "last error", min_width=20 if name == "last error" else None)
     for job in jobs:
         error = job.last_error
-        table.add_row(
+        cells = [
             job.id,
             job.type,
             job.queue,
-            job.status.value,
             f"{job.attempt}/{job.max_retries + 1}",
-            when(job.created_at),
-            when(job.run_at),
-            when(job.finished_at),
-            "-" if error is None else str(error)[:80],
-        )
+            when(job.finished_at if dead else job.created_at),
+            "-" if error is None else str(error)[:120],
+        ]
+        if not dead:
+            cells.insert(3, job.status.value)
+        table.add_row(*cells)
     if not jobs:
         table.caption = "no jobs match"
     return table
