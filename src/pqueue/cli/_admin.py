@@ -24,6 +24,7 @@ from pqueue.cli._options import add_flag, resolve
 from pqueue.durations import format_duration
 from pqueue.errors import ConfigError, InvalidRequest
 from pqueue.ids import is_job_id
+from pqueue.spec import validate_queue_name
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -87,6 +88,11 @@ def rich_module(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise ConfigError("tables need rich: pip install 'pqueue[cli]' (or use --json)") from None
+
+
+def queue_filter(name: str | None) -> str | None:
+    """``--queue`` checked as enqueue checks queue names (an impossible name is an error)."""
+    return None if name is None else validate_queue_name(name)
 
 
 def job_ids(values: Sequence[str]) -> list[str]:

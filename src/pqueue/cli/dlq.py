@@ -11,19 +11,18 @@ from typing import Any
 from pqueue.cli._admin import (
     add_limit,
     command_parser,
-    console,
     count,
     emit_json,
     job_ids,
     open_client,
     progress,
+    queue_filter,
     rich_module,
 )
-from pqueue.cli.jobs import job_table
+from pqueue.cli.jobs import show_jobs
 from pqueue.durations import format_duration, parse_duration
 from pqueue.errors import ConfigError, InvalidRequest
 from pqueue.job import JobStatus
-from pqueue.spec import validate_queue_name
 from pqueue.sync import Client
 
 ID_BATCH = 500
@@ -87,28 +86,17 @@ def add_parser(subparsers: Any) -> None:
     purge.set_defaults(func=run_purge)
 
 
-def _queue(args: argparse.Namespace) -> str | None:
-    return None if args.queue is None else validate_queue_name(args.queue)
-
-
 def run_list(args: argparse.Namespace) -> int:
-    queue = _queue(args)
+    queue = queue_filter(args.queue)
     limit = count(args.limit, "--limit")
     with open_client(args) as client:
         page = client.dead_jobs(queue=queue, limit=limit)
-    more = page.next_offset is not None
-    if args.json:
-        emit_json({"jobs": [job.to_dict() for job in page.jobs], "more": more})
-        return 0
-    out = console()
-    out.print(job_table(list(page.jobs), dead=True))
-    if more:
-        out.print(f"showing the first {len(page.jobs)}; more are dead (raise --limit)")
+    show_jobs(list(page.jobs), page.next_offset is not None, as_json=args.json, dead=True)
     return 0
 
 
 def run_requeue(args: argparse.Namespace) -> int:
-    queue = _queue(args)
+    queue = queue_filter(args.queue)
     ids = job_ids(args.ids)
     if bool(ids) == bool(args.all):
         raise ConfigError("name the dead jobs to requeue, or pass --all (not both)")
@@ -128,7 +116,7 @@ def run_requeue(args: argparse.Namespace) -> int:
 
 
 def run_purge(args: argparse.Namespace) -> int:
-    queue = _queue(args)
+    queue = queue_filter(args.queue)
     older_than = None if args.older_than is None else parse_duration(args.older_than)
     if not args.yes and not sys.stdin.isatty():
         raise ConfigError("refusing to purge without --yes: stdin is not a terminal to ask on")

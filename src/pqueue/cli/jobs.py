@@ -14,11 +14,12 @@ from pqueue.cli._admin import (
     emit_json,
     job_ids,
     open_client,
+    queue_filter,
     rich_module,
     when,
 )
 from pqueue.job import Job, JobStatus
-from pqueue.spec import validate_job_type, validate_queue_name
+from pqueue.spec import validate_job_type
 
 
 def add_parser(subparsers: Any) -> None:
@@ -60,7 +61,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    queue = None if args.queue is None else validate_queue_name(args.queue)
+    queue = queue_filter(args.queue)
     job_type = None if args.type is None else validate_job_type(args.type)
     limit = count(args.limit, "--limit")
     statuses = list(JobStatus) if args.status is None else [JobStatus(args.status)]
@@ -76,14 +77,20 @@ def run_list(args: argparse.Namespace) -> int:
                 more = page.next_offset is not None
             if more:
                 break
-    if args.json:
+    show_jobs(jobs, more, as_json=args.json)
+    return 0
+
+
+def show_jobs(jobs: list[Job], more: bool, *, as_json: bool, dead: bool = False) -> None:
+    """A listing's answer: ``{"jobs": [...], "more": bool}``, or the table and a note when
+    more jobs match than were shown."""
+    if as_json:
         emit_json({"jobs": [job.to_dict() for job in jobs], "more": more})
-        return 0
+        return
     out = console()
-    out.print(job_table(jobs))
+    out.print(job_table(jobs, dead=dead))
     if more:
         out.print(f"showing the first {len(jobs)}; more match (raise --limit or narrow the filters)")
-    return 0
 
 
 def job_table(jobs: list[Job], *, dead: bool = False) -> Any:

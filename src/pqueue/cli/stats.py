@@ -6,11 +6,10 @@ import argparse
 import time
 from typing import Any
 
-from pqueue.cli._admin import command_parser, console, emit_json, open_client, rich_module
+from pqueue.cli._admin import command_parser, console, emit_json, open_client, queue_filter, rich_module
 from pqueue.client import Stats
 from pqueue.durations import parse_duration
 from pqueue.errors import ConfigError, InvalidRequest
-from pqueue.spec import validate_queue_name
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    queue = None if args.queue is None else validate_queue_name(args.queue)
+    queue = queue_filter(args.queue)
     interval = None if args.watch is None else parse_duration(args.watch)
     if interval is not None and interval <= 0:
         raise InvalidRequest(f"--watch must be more than 0 seconds, got {args.watch!r}")
