@@ -25,7 +25,7 @@ from pqueue.broker import WorkerInfo
 from pqueue.cli import main
 from pqueue.job import ErrorInfo, JobStatus
 from pqueue.spec import build_spec
-from tests.conftest import service_url
+from tests.conftest import only_backends, service_url
 
 
 @dataclass
@@ -267,3 +267,11 @@ def test_an_unreachable_broker_is_one_line(cli: Cli, backend_name: str, command:
     ran = cli(*command, dsn=dsn)
     assert ran.code == 1 and ran.out == "" and ran.err.count("\n") == 1
     assert "unreachable" in ran.err or "unavailable" in ran.err, ran.err
+
+
+@only_backends("postgres")
+def test_health_fails_in_one_line_on_a_schema_never_migrated(cli: Cli, backend_dsn: str) -> None:
+    bare = backend_dsn.replace("schema=", "schema=bare_")  # never migrated, so never created
+    ran = cli("health", dsn=bare)
+    assert ran.code == 1 and ran.out == "" and ran.err.count("\n") == 1
+    assert "missing or incomplete" in ran.err and "pqueue migrate" in ran.err, ran.err

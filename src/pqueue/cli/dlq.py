@@ -138,7 +138,8 @@ def run_purge(args: argparse.Namespace) -> int:
 def _confirm(dead: int, queue: str | None, older_than: float | None) -> bool:
     where = "every queue" if queue is None else f"queue {queue!r}"
     age = "" if older_than is None else f" dead for at least {format_duration(older_than)}"
-    question = f"Delete the {dead} dead job(s) of {where}{age}? This cannot be undone"
+    which = f"the {dead} dead job(s)" if older_than is None else f"the dead jobs (of {dead})"
+    question = f"Delete {which} of {where}{age}? This cannot be undone"
     return bool(rich_module("rich.prompt").Confirm.ask(question, default=False))
 
 

@@ -65,14 +65,17 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if exc is None or not isinstance(exc, psycopg.Error | PoolTimeout):
             return
         schema, dsn = self.schema, self.dsn
+        # The driver's first line says what went wrong; the rest (LINE 2: ... ^, hints) is
+        # for psql, and would break the one-line errors of logs and the CLI.
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, _SCHEMA_MISSING):
             raise SchemaError(
-                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({exc}); "
+                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({said}); "
                 f"{migrate_hint(schema, dsn)}"
             ) from exc
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError | PoolTimeout):
-            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {exc}") from exc
-        raise BrokerError(f"Postgres error: {exc}") from exc
+            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {said}") from exc
+        raise BrokerError(f"Postgres error: {said}") from exc
 
 
 _raw_decode = json.JSONDecoder().raw_decode
