@@ -81,10 +81,10 @@ class PageRun:
 
     def _dsn(self, scheme: str, rest: str) -> str:
         if scheme == "memory":
-            name = urlsplit(f"memory://{rest}").netloc or "default"
-            store = f"{self.namespace}-{name}"
+            parts = urlsplit(f"memory://{rest}")
+            store = f"{self.namespace}-{parts.netloc or 'default'}"
             self.memory_stores.add(store)
-            return f"memory://{store}"
+            return urlunsplit(parts._replace(netloc=store))
         base = self.dsns["redis" if scheme.startswith("redis") else "postgres"]
         extra = [(k, v) for k, v in parse_qsl(urlsplit(f"x://{rest}").query) if k not in _NAMESPACE_KEYS]
         if not extra:

@@ -87,12 +87,12 @@ def test_dsns_are_rewritten_to_the_namespace_keeping_other_options(tmp_path: Pat
         code = (
             'a = "redis://localhost:6379/0"\n'
             "b = 'postgresql://app@db/app?schema=jobs&retention=60'\n"
-            'c = "memory://t1"; d = "memory://"\n'
+            'c = "memory://t1?retention=5"; d = "memory://"\n'
         )
         assert run.rewrite(code) == (
             'a = "redis://127.0.0.1:6379/3?prefix=ns1"\n'
             "b = 'postgresql://h/t?schema=ns1&retention=60'\n"
-            'c = "memory://ns1-t1"; d = "memory://ns1-default"\n'
+            'c = "memory://ns1-t1?retention=5"; d = "memory://ns1-default"\n'
         )
     finally:
         run.close(lambda service: None)
