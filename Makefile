@@ -27,6 +27,7 @@ lint: $(VENV)/.stamp-dev
 
 typecheck: $(VENV)/.stamp-dev
 	$(BIN)/mypy src
+	$(BIN)/mypy examples
 
 # The README's test command.
 pytest: $(VENV)/.stamp-dev services

@@ -77,7 +77,9 @@ async def _signup_in_transaction(dsn: str, email: str) -> str | None:
     import psycopg
     from psycopg import sql
 
-    broker = pqueue.connect(dsn)  # for its schema and connection string; enqueue_in needs no open()
+    from pqueue.brokers.postgres import PostgresBroker
+
+    broker = PostgresBroker.from_url(dsn)  # for its schema and connection string; enqueue_in needs no open()
     insert = sql.SQL("INSERT INTO {} (email) VALUES (%s)").format(sql.Identifier(broker.config.schema, TABLE))
     async with await psycopg.AsyncConnection.connect(
         broker.config.conninfo
@@ -95,7 +97,9 @@ async def _create_table(dsn: str) -> None:
     import psycopg
     from psycopg import sql
 
-    broker = pqueue.connect(dsn)
+    from pqueue.brokers.postgres import PostgresBroker
+
+    broker = PostgresBroker.from_url(dsn)
     create = sql.SQL("CREATE TABLE IF NOT EXISTS {} (email text PRIMARY KEY)").format(
         sql.Identifier(broker.config.schema, TABLE)
     )

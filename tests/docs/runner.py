@@ -176,8 +176,10 @@ class PageRun:
 
 
 def _compile(code: str, block: Block) -> CodeType:
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    return compile(code, block.where, "exec", flags=flags, dont_inherit=True)
+    compiled: CodeType = compile(
+        code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+    )
+    return compiled
 
 
 async def _awaitable(coroutine: Any) -> Any:
