@@ -2,7 +2,7 @@
 #   make demo   .venv with pqueue installed, then `pqueue demo` on the in-memory backend
 #   make test   .venv with the dev extras, local services, then every step in TEST_STEPS
 # The venv is (re)built only when pyproject.toml changed since its stamp, so a second run
-# goes straight to the work. CI runs `make test VENV=.ci-venv` (.ci/run, ADR 0071).
+# goes straight to the work. CI runs `make demo` and `make test` with VENV=.ci-venv (.ci/run, ADR 0071).
 
 PYTHON ?= python3
 VENV ?= .venv
