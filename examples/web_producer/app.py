@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel
 
 import pqueue
 from examples.web_producer.tasks import router
+
+if TYPE_CHECKING:
+    from pqueue.brokers.postgres import PostgresBroker
 
 TABLE = "example_signups"
 """The app's own table. Your tables live wherever they live; the example keeps its one
@@ -37,14 +41,14 @@ class Accepted(BaseModel):
 
 def create_app(dsn: str) -> FastAPI:
     """The app for the broker at ``dsn``."""
-    on_postgres = dsn.startswith(("postgresql:", "postgres:"))
+    broker = _postgres(dsn)
     users: set[str] = set()  # the user store when not on Postgres
     clients: dict[str, pqueue.AsyncClient] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if on_postgres:
-            await _create_table(dsn)
+        if broker is not None:
+            await _create_table(broker)
         async with pqueue.AsyncClient(dsn, router=router) as client:
             clients["jobs"] = client
             yield
@@ -54,15 +58,24 @@ def create_app(dsn: str) -> FastAPI:
     @app.post("/signups", status_code=202)
     async def signup(body: Signup) -> Accepted:
         job_id = await (
-            _signup_in_transaction(dsn, body.email)
-            if on_postgres
-            else _signup(clients["jobs"], users, body.email)
+            _signup(clients["jobs"], users, body.email)
+            if broker is None
+            else _signup_in_transaction(broker, body.email)
         )
         if job_id is None:
             raise HTTPException(status_code=409, detail=f"{body.email} has already signed up")
         return Accepted(job_id=job_id)
 
     return app
+
+
+def _postgres(dsn: str) -> PostgresBroker | None:
+    """On Postgres, the broker that gives the schema and connection string (it needs no open())."""
+    if not dsn.startswith(("postgresql:", "postgres:")):
+        return None
+    from pqueue.brokers.postgres import PostgresBroker  # psycopg only when on Postgres
+
+    return PostgresBroker.from_url(dsn)
 
 
 async def _signup(client: pqueue.AsyncClient, users: set[str], email: str) -> str | None:
@@ -72,18 +85,14 @@ async def _signup(client: pqueue.AsyncClient, users: set[str], email: str) -> st
     return (await client.enqueue("email:welcome", {"email": email})).id
 
 
-async def _signup_in_transaction(dsn: str, email: str) -> str | None:
+async def _signup_in_transaction(broker: PostgresBroker, email: str) -> str | None:
     """Enqueue, then insert, in one transaction; a taken email rolls both back."""
     import psycopg
     from psycopg import sql
 
-    from pqueue.brokers.postgres import PostgresBroker
-
-    broker = PostgresBroker.from_url(dsn)  # for its schema and connection string; enqueue_in needs no open()
     insert = sql.SQL("INSERT INTO {} (email) VALUES (%s)").format(sql.Identifier(broker.config.schema, TABLE))
-    async with await psycopg.AsyncConnection.connect(
-        broker.config.conninfo
-    ) as conn:  # a real app pools these
+    # A connection per request keeps the example short; a real app takes one from a pool.
+    async with await psycopg.AsyncConnection.connect(broker.config.conninfo) as conn:
         try:
             async with conn.transaction():
                 [job] = await broker.enqueue_in(conn, [pqueue.build_spec("email:welcome", {"email": email})])
@@ -93,13 +102,10 @@ async def _signup_in_transaction(dsn: str, email: str) -> str | None:
     return job.id
 
 
-async def _create_table(dsn: str) -> None:
+async def _create_table(broker: PostgresBroker) -> None:
     import psycopg
     from psycopg import sql
 
-    from pqueue.brokers.postgres import PostgresBroker
-
-    broker = PostgresBroker.from_url(dsn)
     create = sql.SQL("CREATE TABLE IF NOT EXISTS {} (email text PRIMARY KEY)").format(
         sql.Identifier(broker.config.schema, TABLE)
     )

@@ -24,7 +24,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -41,17 +41,15 @@ _CHECKER = doctest.OutputChecker()
 _CHECK_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
+def _service(scheme: str) -> str | None:
+    """The test service behind a DSN scheme: ``redis``, ``postgres``, or None for memory."""
+    return "redis" if scheme.startswith("redis") else "postgres" if scheme.startswith("postgres") else None
+
+
 def services(blocks: list[Block]) -> set[str]:
     """The services (``redis``, ``postgres``) the runnable blocks name in a DSN."""
-    found: set[str] = set()
-    for block in blocks:
-        for match in _DSN.finditer(block.code):
-            scheme = match["scheme"]
-            if scheme.startswith("redis"):
-                found.add("redis")
-            elif scheme.startswith("postgres"):
-                found.add("postgres")
-    return found
+    named = {_service(m["scheme"]) for block in blocks for m in _DSN.finditer(block.code)}
+    return {service for service in named if service is not None}
 
 
 class PageRun:
@@ -80,12 +78,13 @@ class PageRun:
         return _DSN.sub(lambda m: self._dsn(m["scheme"], m["rest"]), code)
 
     def _dsn(self, scheme: str, rest: str) -> str:
-        if scheme == "memory":
+        service = _service(scheme)
+        if service is None:  # memory://name: a store of this run's own
             parts = urlsplit(f"memory://{rest}")
             store = f"{self.namespace}-{parts.netloc or 'default'}"
             self.memory_stores.add(store)
             return urlunsplit(parts._replace(netloc=store))
-        base = self.dsns["redis" if scheme.startswith("redis") else "postgres"]
+        base = self.dsns[service]
         extra = [(k, v) for k, v in parse_qsl(urlsplit(f"x://{rest}").query) if k not in _NAMESPACE_KEYS]
         if not extra:
             return base
@@ -120,9 +119,9 @@ class PageRun:
     def _python(self, code: str, block: Block) -> str:
         compiled = _compile(code, block)
         out = io.StringIO()
-        with contextlib.redirect_stdout(out), _chdir(self.workdir):
-            if compiled.co_flags & inspect.CO_COROUTINE:
-                asyncio.run(_awaitable(eval(compiled, self.globals)))  # the docs' own code
+        with contextlib.redirect_stdout(out), contextlib.chdir(self.workdir):
+            if compiled.co_flags & inspect.CO_COROUTINE:  # a top-level await: eval gives a coroutine
+                asyncio.run(eval(compiled, self.globals))  # the docs' own code
             else:
                 exec(compiled, self.globals)  # the docs' own code
         sys.stdout.write(out.getvalue())
@@ -180,20 +179,6 @@ def _compile(code: str, block: Block) -> CodeType:
         code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
     return compiled
-
-
-async def _awaitable(coroutine: Any) -> Any:
-    return await coroutine
-
-
-@contextlib.contextmanager
-def _chdir(path: Path) -> Iterator[None]:
-    before = Path.cwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def _forget_modules(workdir: Path) -> None:
