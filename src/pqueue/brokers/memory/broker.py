@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import parse_qs
 
 from pqueue.broker import (
@@ -19,6 +19,7 @@ from pqueue.broker import (
     Claimer,
     IdempotencyState,
     JobPage,
+    JobScan,
     QueueCounts,
     RecoveryReport,
     WorkerInfo,
@@ -207,3 +208,8 @@ class MemoryBroker:
 
     async def list_workers(self) -> list[WorkerInfo]:
         return self._store.list_workers()
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        jobs = self._store.scan(scan)
+        for start in range(0, len(jobs), scan.page_size):
+            yield jobs[start : start + scan.page_size]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
-from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
+from pqueue.broker import JobPage, JobScan, QueueCounts, WorkerInfo, page_request
+from pqueue.brokers.postgres.codec import JOB_COLUMNS, row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
@@ -21,6 +21,10 @@ def _listed(row: Sequence[object], status: JobStatus) -> Job:
     except CorruptJob as exc:
         queue = row[2] if len(row) > 2 and isinstance(row[2], str) else "?"
         return unreadable_job(str(row[0]) if row else "?", queue, status, exc)
+
+
+_STATUS = JOB_COLUMNS.index("status")
+_STATUSES = {status.value: status for status in JobStatus}
 
 
 def _id_filter(job_ids: Sequence[str] | None) -> list[str] | None:
@@ -91,3 +95,14 @@ class PostgresAdmin(BrokerCore):
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
         return [info for info in map(row_to_worker, rows) if info is not None]
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        params = {
+            "statuses": [status.value for status in scan.statuses],
+            "queue": scan.queue,
+            "since": scan.since,
+            "parts": scan.parts,
+            "part": scan.part,
+        }
+        async for rows in self.db.stream(self._q["scan_jobs"], params, size=scan.page_size):
+            yield [_listed(row, _STATUSES.get(row[_STATUS], JobStatus.DEAD)) for row in rows]
