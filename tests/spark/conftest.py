@@ -19,16 +19,7 @@ from tests import services
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.driver.host": "127.0.0.1",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.python.worker.reuse": "true",
-}
+SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 MASTER = "local[2,4]"
 """local[2] that lets a failed task run again (up to 4 attempts), as a cluster would."""
 
@@ -47,18 +38,12 @@ def _pyspark() -> Any:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     _pyspark()
-    from pyspark.sql import SparkSession
+    from pqueue.spark.session import spark_session
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # Python workers import the test helpers (tests.spark.faulty) by module name.
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    builder = SparkSession.builder.master(MASTER).appName("pqueue-tests")
-    for key, value in SPARK_CONF.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = spark_session(MASTER, app="pqueue-tests", conf=SPARK_CONF)
     yield session
     session.stop()
