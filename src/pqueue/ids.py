@@ -14,6 +14,7 @@ import random
 import re
 import threading
 import time
+from collections.abc import Iterable
 
 _random = random.Random(os.urandom(32))
 # A forked child must not replay its parent's random stream (ids would collide).
@@ -103,10 +104,22 @@ def key_id(queue: str, job_type: str, key: str) -> str:
     queue names and types cannot hold, so the split is never ambiguous); its
     bits do not sort by time, which no rule needs (enqueue order is the broker's).
     """
-    text = "\x00".join((KEY_ID_NAMESPACE, queue, job_type, key))
-    h = hashlib.sha256(text.encode()).hexdigest()
-    variant = "89ab"[int(h[16], 16) & 0b11]
-    return f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}"
+    return key_ids(queue, job_type, (key,))[0]
+
+
+_VARIANT_DIGIT = {f"{d:x}": "89ab"[d & 0b11] for d in range(16)}
+
+
+def key_ids(queue: str, job_type: str, keys: Iterable[str]) -> list[str]:
+    """:func:`key_id` of each key (the shared prefix is hashed once)."""
+    prefix = hashlib.sha256("\x00".join((KEY_ID_NAMESPACE, queue, job_type, "")).encode())
+    ids = []
+    for key in keys:
+        digest = prefix.copy()
+        digest.update(key.encode())
+        h = digest.hexdigest()
+        ids.append(f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT_DIGIT[h[16]]}{h[17:20]}-{h[20:32]}")
+    return ids
 
 
 def is_job_id(value: object) -> bool:

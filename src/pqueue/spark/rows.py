@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pqueue.errors import InvalidOption, InvalidPayload
-from pqueue.ids import key_id
+from pqueue.ids import key_ids
 from pqueue.job import JSONValue
 from pqueue.spark.options import WriteOptions
 from pqueue.task import Task
@@ -100,7 +100,7 @@ def jobs(batch: pa.RecordBatch, options: WriteOptions) -> Jobs:
     bodies = payloads(batch, options)
     ids = None
     if options.key_columns:
-        ids = [key_id(options.queue, options.type, key) for key in row_keys(batch, options.key_columns)]
+        ids = key_ids(options.queue, options.type, row_keys(batch, options.key_columns))
     if not options.per_row:
         return Jobs(bodies, ids)
     n = batch.num_rows
