@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from pqueue.cli import main
-from pqueue.spark.history import JOB_SCHEMA_DDL
+from tests.spark.conftest import require_spark
+
+require_spark()
+
+from pqueue.spark.history import JOB_SCHEMA_DDL  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""Rows to jobs without Spark: the writer's options and the Arrow-batch conversion (pyarrow only)."""
+"""Rows to jobs without a JVM: the writer's options and the Arrow-batch conversion (pyarrow only)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ from pqueue.ids import key_id
 from pqueue.job import JobStatus
 from pqueue.spark.options import ReadOptions, WriteOptions, parse_since
 from pqueue.sync import Client
+from tests.spark.conftest import require_spark
 
-pa = pytest.importorskip("pyarrow", reason="pqueue[spark] needs pyarrow")
+require_spark()
+
+import pyarrow as pa  # noqa: E402
 
 from pqueue.spark.history import JOB_ARROW_SCHEMA, jobs_to_batch  # noqa: E402
 from pqueue.spark.rows import jobs  # noqa: E402
 from pqueue.spark.writer import EnqueueCounts, enqueue_batches  # noqa: E402
+
+pytestmark = pytest.mark.spark
 
 BASE = {"dsn": "memory://rows", "type": "send", "queue": "emails"}
 

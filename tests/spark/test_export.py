@@ -14,10 +14,15 @@ from pqueue.brokers.memory.broker import drop_store
 from pqueue.cli import main
 from pqueue.clock import ManualClock
 from pqueue.job import ErrorInfo
+from tests.spark.conftest import require_spark
 
-pq = pytest.importorskip("pyarrow.parquet", reason="pqueue export needs pyarrow")
+require_spark()
+
+import pyarrow.parquet as pq  # noqa: E402
 
 from pqueue.spark.export import export  # noqa: E402
+
+pytestmark = pytest.mark.spark
 
 DAY1 = datetime(2026, 3, 1, 23, 0, tzinfo=UTC).timestamp()
 
