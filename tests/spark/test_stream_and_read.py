@@ -116,3 +116,18 @@ def test_reader_returns_the_jobs_a_worker_ran_with_their_timings(spark: Any, dsn
     assert (row["last_error_kind"], row["last_error_message"]) == ("ValueError", "bad input")
     future = spark.read.format("pqueue").option("dsn", dsn).option("since", "2999-01-01").load()
     assert future.count() == 0
+
+
+@pytest.mark.parametrize("broker", [pytest.param("redis", marks=pytest.mark.redis)])
+def test_report_command_reads_the_broker_through_the_data_source(
+    spark: Any, broker: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pqueue.cli import main
+
+    monkeypatch.setenv("COLUMNS", "250")
+    for dsn in namespaced_dsn(broker, f"pqs{uuid.uuid4().hex[:12]}"):
+        _work(dsn)
+        assert main(["report", "--dsn", dsn, "--since", "1h"]) == 0
+        out = capsys.readouterr().out
+        assert "report.build" in out and "ValueError" in out and "bad input" in out
+        assert "33.33 %" in out  # 2 of 6 jobs failed (one dead, one waiting to retry)
