@@ -59,7 +59,7 @@ def print_tables(tables: Mapping[str, Rows]) -> None:
 
 def _svg_chart(title: str, series: Mapping[str, Sequence[tuple[float, float]]], unit: str) -> str:
     """A line chart of ``series`` (name -> [(epoch seconds, value)]) as inline SVG."""
-    width, height, pad = 720, 260, 48
+    width, height, pad, legend = 720, 260, 48, 140  # legend: room for the series names
     points = [p for line in series.values() for p in line]
     if not points:
         return f"<h2>{html.escape(title)}</h2><p>No data.</p>"
@@ -74,10 +74,11 @@ def _svg_chart(title: str, series: Mapping[str, Sequence[tuple[float, float]]], 
 
     colours = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + legend}" height="{height}" role="img">',
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#888"/>',
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>',
         f'<text x="4" y="{pad - 8}" font-size="11">{cell("", top)} {html.escape(unit)}</text>',
+        f'<text x="{pad - 6}" y="{height - pad + 4}" font-size="11" text-anchor="end">0</text>',
         f'<text x="{pad}" y="{height - 8}" font-size="11">{datetime.fromtimestamp(x0):%Y-%m-%d %H:%M}</text>',
         f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">'
         f"{datetime.fromtimestamp(x1):%Y-%m-%d %H:%M}</text>",
