@@ -14,7 +14,8 @@ injected :class:`~pqueue.clock.Clock` in tests); durations are float seconds.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -142,6 +143,53 @@ def admin_filter(queue: str | None, *, type: str | None = None, older_than: floa
         or older_than < 0
     ):
         raise InvalidRequest(f"older_than must be a finite number of seconds >= 0, got {older_than!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class JobScan:
+    """What :meth:`Inspector.scan_jobs` reads: every stored job that matches, in pages.
+
+    ``since`` (epoch seconds) keeps jobs finished at or after it and unfinished jobs
+    enqueued at or after it. ``part``/``parts`` split the jobs into ``parts`` disjoint
+    slices by a key of the backend's choosing, so ``parts`` readers can each take one.
+    """
+
+    statuses: tuple[JobStatus, ...] = tuple(JobStatus)
+    queue: str | None = None
+    since: float | None = None
+    part: int = 0
+    parts: int = 1
+    page_size: int = 1000
+
+    def __post_init__(self) -> None:
+        try:
+            statuses = tuple(JobStatus(s) for s in self.statuses)
+        except ValueError:
+            raise InvalidRequest(f"scan_jobs: unknown status in {self.statuses!r}") from None
+        object.__setattr__(self, "statuses", statuses)
+        for name, value, least in (
+            ("parts", self.parts, 1),
+            ("part", self.part, 0),
+            ("page_size", self.page_size, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InvalidRequest(f"scan_jobs: {name} must be an integer >= {least}, got {value!r}")
+        if self.part >= self.parts:
+            raise InvalidRequest(f"scan_jobs: part must be below parts ({self.parts}), got {self.part}")
+
+    def keeps(self, job: Job) -> bool:
+        """Whether ``job`` matches (status, queue and ``since``; not the slice)."""
+        if job.status not in self.statuses or (self.queue is not None and job.queue != self.queue):
+            return False
+        if self.since is None:
+            return True
+        moment = job.finished_at or job.created_at
+        return moment.timestamp() >= self.since
+
+
+def in_slice(job_id: str, scan: JobScan) -> bool:
+    """Whether a job belongs to ``scan``'s slice when the backend slices by id (CRC-32)."""
+    return scan.parts == 1 or zlib.crc32(job_id.encode()) % scan.parts == scan.part
 
 
 QueueCounts = Mapping[str, Mapping[JobStatus, int]]
@@ -336,6 +384,11 @@ class Inspector(Protocol):
     async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
         """Per queue, the age of the oldest due waiting job and the jobs finished (completed
         or dead) within the last ``window`` seconds, both on the broker's clock."""
+
+    def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Every stored job that ``scan`` matches (live ones and retained history), in pages
+        of at most ``scan.page_size``; each job once, in no promised order. For bulk readers
+        (export, Spark): a page costs one round trip or cursor fetch, not an offset scan."""
         ...
 
 

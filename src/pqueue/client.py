@@ -9,13 +9,13 @@ or sync code use :class:`pqueue.Client`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from pqueue.broker import FullBroker, JobPage, QueueCounts, WorkerInfo
+from pqueue.broker import FullBroker, JobPage, JobScan, QueueCounts, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.durations import format_duration
@@ -236,6 +236,7 @@ class AsyncClient:
         unique_for: float | timedelta | None = None,
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+        job_ids: Sequence[str] | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
@@ -243,7 +244,8 @@ class AsyncClient:
         producer about half what a :class:`Task` in :meth:`enqueue_many` does. With
         ``unique_for``, each job's unique key is derived from its payload (equal payloads
         make one job). Every payload is checked first: one bad payload raises and nothing
-        is stored. Results keep the payloads' order.
+        is stored. Results keep the payloads' order. ``job_ids`` (one per payload) chooses
+        the ids, so that sending the same jobs again adds none (see :func:`pqueue.ids.key_id`).
         """
         task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
         specs = build_specs(
@@ -257,6 +259,7 @@ class AsyncClient:
             timeout=task.timeout,
             unique_for=unique_for,
             meta=meta,
+            job_ids=job_ids,
         )
         return await self._send(specs)
 
@@ -338,3 +341,9 @@ class AsyncClient:
         checked. Raises :class:`~pqueue.errors.BrokerUnavailable` or
         :class:`~pqueue.errors.SchemaError` (also from connecting, when not open yet)."""
         return await (await self._ready()).check_health()
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Every stored job ``scan`` matches, page by page (bulk reads: export, Spark)."""
+        broker = await self._ready()
+        async for page in broker.scan_jobs(scan):
+            yield page

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import parse_qs
 
 from pqueue.broker import (
@@ -20,6 +20,7 @@ from pqueue.broker import (
     Claimer,
     IdempotencyState,
     JobPage,
+    JobScan,
     QueueActivity,
     QueueCounts,
     RecoveryReport,
@@ -232,3 +233,8 @@ class MemoryBroker:
 
     async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
         return self._store.activity(window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        jobs = self._store.scan(scan)
+        for start in range(0, len(jobs), scan.page_size):
+            yield jobs[start : start + scan.page_size]

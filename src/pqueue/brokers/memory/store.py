@@ -15,7 +15,15 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from pqueue.broker import IdempotencyState, JobPage, QueueActivity, RecoveryReport, WorkerInfo
+from pqueue.broker import (
+    IdempotencyState,
+    JobPage,
+    JobScan,
+    QueueActivity,
+    RecoveryReport,
+    WorkerInfo,
+    in_slice,
+)
 from pqueue.brokers.memory.records import Record
 from pqueue.brokers.memory.waiters import Waiters
 from pqueue.clock import Clock
@@ -315,6 +323,14 @@ class MemoryStore:
             page = matching[offset : offset + limit]
             nxt = offset + limit if offset + limit < len(matching) else None
             return JobPage(tuple(r.to_job() for r in page), nxt)
+
+    def scan(self, scan: JobScan) -> list[Job]:
+        """Every job ``scan`` matches in its slice (by a CRC-32 of the id), oldest first."""
+        with self.lock:
+            self._promote_due(self.clock.now())
+            records = sorted(self._jobs.values(), key=lambda r: (r.created_at, r.id))
+            jobs = [r.to_job() for r in records if in_slice(r.id, scan)]
+        return [job for job in jobs if scan.keeps(job)]
 
     def cancel(self, job_id: str) -> bool:
         now = self.clock.now()

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict
 
 from pqueue.broker import (
     DONE_WINDOW,
     JobPage,
+    JobScan,
     QueueActivity,
     QueueCounts,
     WorkerInfo,
     admin_filter,
     page_request,
 )
-from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
+from pqueue.brokers.postgres.codec import JOB_COLUMNS, row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
 from pqueue.brokers.postgres.sql import latest_version
 from pqueue.errors import CorruptJob, JobNotFound
@@ -30,6 +31,10 @@ def _listed(row: Sequence[object], status: JobStatus) -> Job:
     except CorruptJob as exc:
         queue = row[2] if len(row) > 2 and isinstance(row[2], str) else "?"
         return unreadable_job(str(row[0]) if row else "?", queue, status, exc)
+
+
+_STATUS = JOB_COLUMNS.index("status")
+_STATUSES = {status.value: status for status in JobStatus}
 
 
 def _id_filter(job_ids: Sequence[str] | None) -> list[str] | None:
@@ -123,3 +128,14 @@ class PostgresAdmin(BrokerCore):
         rows = await self.db.rows(self._q["activity"], self._params(window=window), prepare=False)
         ages = {queue: max(0.0, float(age)) for queue, age, _ in rows if age is not None}
         return QueueActivity(ages, {queue: int(done) for queue, _, done in rows}, window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        params = {
+            "statuses": [status.value for status in scan.statuses],
+            "queue": scan.queue,
+            "since": scan.since,
+            "parts": scan.parts,
+            "part": scan.part,
+        }
+        async for rows in self.db.stream(self._q["scan_jobs"], params, size=scan.page_size):
+            yield [_listed(row, _STATUSES.get(row[_STATUS], JobStatus.DEAD)) for row in rows]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, LiteralString
 
 import psycopg
@@ -196,6 +196,23 @@ class Database:
             raise
         finally:
             await self._pool.putconn(conn)
+
+    async def stream(
+        self, query: LiteralString, params: Params, *, size: int
+    ) -> AsyncIterator[list[tuple[Any, ...]]]:
+        """Rows of one long read through a server-side cursor, ``size`` rows at a time.
+
+        The cursor lives in one read-only transaction on one pooled connection, held until
+        the caller stops iterating; memory stays bounded however many rows match.
+        """
+        with self._translated:
+            async with self._pool.connection() as conn, conn.transaction():
+                await conn.execute("SET TRANSACTION READ ONLY")
+                cur = conn.cursor(name="pqueue_scan", row_factory=tuple_row)
+                await cur.execute(query, params)
+                while rows := await cur.fetchmany(size):
+                    yield rows
+                await cur.close()
 
     async def _check_pool(self) -> None:
         """Replace every idle connection that died with the one that just failed."""

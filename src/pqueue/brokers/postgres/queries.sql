@@ -522,6 +522,18 @@ ORDER BY created_at, id
 LIMIT %(limit)s + 1 OFFSET %(offset)s;
 
 
+-- name: scan_jobs
+-- Every job matching statuses, queue and since (finished at or after it, or unfinished and
+-- enqueued at or after it), in one slice of seq (seq mod parts = part), read through a
+-- server-side cursor by Inspector.scan_jobs.
+SELECT {job_columns} FROM {schema}.jobs AS t
+WHERE status = ANY(%(statuses)s::text[])
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(since)s::float8 IS NULL
+       OR coalesce(finished_at, created_at) >= to_timestamp(%(since)s::float8))
+  AND mod(seq, %(parts)s::bigint) = %(part)s::bigint;
+
+
 -- name: counts
 -- Jobs per queue and status; queues without jobs appear with a NULL status.
 SELECT q.name, c.status, c.n

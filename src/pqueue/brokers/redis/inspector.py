@@ -7,16 +7,18 @@ explains why there is no global id index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from pqueue.broker import (
     DONE_WINDOW,
     JobPage,
+    JobScan,
     QueueActivity,
     QueueCounts,
     WorkerInfo,
     admin_filter,
+    in_slice,
     page_request,
 )
 from pqueue.brokers.redis import calls
@@ -41,6 +43,7 @@ _ZSETS = {
     JobStatus.CANCELLED: "cancelled",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
+_FINISHED = (*_RETAINED, JobStatus.DEAD)  # zsets scored by the time the job finished
 _STATUS_VALUES = frozenset(s.value for s in JobStatus)
 
 
@@ -323,3 +326,45 @@ class RedisInspector(RedisCore):
                 ages[queue] = max(0, int(at) - int(oldest)) / 1000
             done[queue] = int(finished)
         return QueueActivity(ages, done, window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Queue by queue, status by status: ids by rank from the status's list or zset
+        (finished ones from the rank of ``since``), then their hashes in one pipeline."""
+        queues = [q for q in await self.list_queues() if scan.queue in (None, q)]
+        for queue in queues:
+            k = self.queue(queue)
+            for status in scan.statuses:
+                start = await self._scan_start(k, status, scan.since)
+                while True:
+                    ids = await self._scan_ids(k, status, start, scan.page_size)
+                    start += len(ids)
+                    wanted = [job_id for job_id in ids if in_slice(job_id, scan)]
+                    jobs = [j for j in await self._scan_fetch(queue, wanted, status) if scan.keeps(j)]
+                    if jobs:
+                        yield jobs
+                    if len(ids) < scan.page_size:
+                        break
+
+    @translated
+    async def _scan_start(self, k: QueueKeys, status: JobStatus, since: float | None) -> int:
+        """The rank of the first finished job at or after ``since`` (and within retention)."""
+        if status not in _FINISHED:
+            return 0
+        floor = -1.0 if since is None else since * 1000
+        if status in _RETAINED:
+            floor = max(floor, await self.now_ms() - self.retention_ms)
+        if floor < 0:
+            return 0
+        [rank] = await self.run_many([("ZCOUNT", getattr(k, _ZSETS[status]), "-inf", f"({floor}")])
+        return int(rank)
+
+    @translated
+    async def _scan_ids(self, k: QueueKeys, status: JobStatus, start: int, count: int) -> list[str]:
+        key = k.pending if status is JobStatus.PENDING else getattr(k, _ZSETS[status])
+        command = "LRANGE" if status is JobStatus.PENDING else "ZRANGE"
+        [ids] = await self.run_many([(command, key, start, start + count - 1)])
+        return list(ids)
+
+    @translated
+    async def _scan_fetch(self, queue: str, ids: list[str], status: JobStatus) -> list[Job]:
+        return await self._fetch([queue], [ids], status)
