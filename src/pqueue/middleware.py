@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pqueue.broker import RecoveryReport
 from pqueue.job import EnqueueResult, Job, JobSpec
 from pqueue.spec import recheck_spec
 
@@ -30,7 +31,9 @@ class Outcome(StrEnum):
     DEAD = "dead"
     """The handler failed for good (no retries left, or SkipRetry): dead-lettered."""
     RELEASED = "released"
-    """Handed back unrun or unfinished, no attempt burnt (drain, busy idempotency key, unknown type)."""
+    """Handed back unrun, no attempt burnt (drain, busy idempotency key, unknown type)."""
+    CANCELLED = "cancelled"
+    """Its handler was cut short by a drain past the shutdown timeout: handed back, no attempt burnt."""
     DUPLICATE = "duplicate"
     """Its idempotency key already succeeded: acked without running."""
     LOST = "lost"
@@ -70,6 +73,10 @@ class Middleware:
     def after_job(self, report: JobReport) -> None:
         """Called once the delivery is settled durably (acked, failed or released)."""
 
+    def after_recover(self, report: RecoveryReport) -> None:
+        """Called on the worker loop when this worker's housekeeping took back jobs whose lease
+        expired (a crashed or stalled worker's, any worker's): each such job is reported once."""
+
 
 def _overrides(middleware: Middleware, hook: str) -> bool:
     return getattr(type(middleware), hook) is not getattr(Middleware, hook)
@@ -88,6 +95,7 @@ class MiddlewareChain:
         self._before_job = [m for m in self.items if _overrides(m, "before_job")]
         self._on_error = [m for m in self.items if _overrides(m, "on_error")]
         self._after_job = [m for m in self.items if _overrides(m, "after_job")]
+        self._after_recover = [m for m in self.items if _overrides(m, "after_recover")]
         self.wants_jobs = bool(self._before_job or self._on_error or self._after_job)
 
     def before_enqueue(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
@@ -115,6 +123,10 @@ class MiddlewareChain:
     def after_job(self, report: JobReport) -> None:
         for m in reversed(self._after_job):
             _guard(m.after_job, report)
+
+    def after_recover(self, report: RecoveryReport) -> None:
+        for m in self._after_recover:
+            _guard(m.after_recover, report)
 
 
 def _guard(hook: Callable[..., object], *args: object) -> None:
