@@ -310,9 +310,15 @@ class Client:
         return self._call(lambda c: c.list_workers())
 
     def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        return self._call(lambda c: c.list_jobs(status, queue=queue, limit=limit, offset=offset))
+        return self._call(lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset))
 
     def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         return self._call(lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset))
@@ -320,8 +326,18 @@ class Client:
     def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
         return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
 
-    def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids))
+    def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | timedelta | None = None,
+    ) -> int:
+        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
 
     def cancel(self, job_id: str) -> bool:
         return self._call(lambda c: c.cancel(job_id))
+
+    def health(self) -> str:
+        """Check the broker answers and its schema is current; see :meth:`AsyncClient.health`."""
+        return self._call(lambda c: c.health())

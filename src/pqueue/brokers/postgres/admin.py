@@ -6,9 +6,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
+from pqueue.broker import (
+    DONE_WINDOW,
+    JobPage,
+    QueueActivity,
+    QueueCounts,
+    WorkerInfo,
+    admin_filter,
+    page_request,
+)
 from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
+from pqueue.brokers.postgres.sql import latest_version
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import Job, JobStatus, unreadable_job
@@ -51,10 +60,16 @@ class PostgresAdmin(BrokerCore):
         return [name for (name,) in await self.db.rows(self._q["list_queues"], {}, prepare=False)]
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        status = page_request(status, limit, offset)
-        params = {"status": status.value, "queue": queue, "limit": limit, "offset": offset}
+        status = page_request(status, limit, offset, queue=queue, type=type)
+        params = {"status": status.value, "queue": queue, "type": type, "limit": limit, "offset": offset}
         rows = await self.db.rows(self._q["list_jobs"], params, prepare=False)
         jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
@@ -68,11 +83,19 @@ class PostgresAdmin(BrokerCore):
         return bool(rows[0][1])
 
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        admin_filter(queue)
         params = self._params(queue=queue, ids=_id_filter(job_ids))
         return int(await self.db.value(self._q["requeue_dead"], params, prepare=False))
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        params = {"queue": queue, "ids": _id_filter(job_ids)}
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+    ) -> int:
+        admin_filter(queue, older_than=older_than)
+        params = self._params(queue=queue, ids=_id_filter(job_ids), older_than=older_than)
         return int(await self.db.value(self._q["purge_dead"], params, prepare=False))
 
     async def prune(self, *, limit: int = 1000) -> int:
@@ -91,3 +114,12 @@ class PostgresAdmin(BrokerCore):
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
         return [info for info in map(row_to_worker, rows) if info is not None]
+
+    async def check_health(self) -> str:
+        await self._check_schema(self.db)
+        return f"postgres schema {self.schema!r} at version {latest_version()}"
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        rows = await self.db.rows(self._q["activity"], self._params(window=window), prepare=False)
+        ages = {queue: max(0.0, float(age)) for queue, age, _ in rows if age is not None}
+        return QueueActivity(ages, {queue: int(done) for queue, _, done in rows}, window)
