@@ -25,7 +25,8 @@ class FakeStats:
         if self.down:
             raise ConnectionError("broker down")
         worker = WorkerInfo(id="w1", host="h", pid=1, queues=("a",), concurrency=1, started_at=0.0)
-        return Stats({"a": {JobStatus.PENDING: 4, JobStatus.DEAD: 1}}, [worker, worker])
+        queues = {"a": {JobStatus.PENDING: 4, JobStatus.DEAD: 1}, "b": {JobStatus.COMPLETED: 2}}
+        return Stats(queues, [worker, worker], oldest_pending_age={"a": 12.5})
 
 
 def test_collector_reads_stats_once_per_scrape_and_not_on_register() -> None:
@@ -39,6 +40,8 @@ def test_collector_reads_stats_once_per_scrape_and_not_on_register() -> None:
     assert value(samples, "pqueue_queue_jobs", queue="a", status="dead") == 1
     assert ("pqueue_queue_jobs", frozenset({("queue", "a"), ("status", "active")})) in samples  # zeros too
     assert value(samples, "pqueue_workers") == 2
+    assert value(samples, "pqueue_queue_oldest_pending_seconds", queue="a") == 12.5
+    assert ("pqueue_queue_oldest_pending_seconds", frozenset({("queue", "b")})) in samples  # 0: none waits
 
 
 def test_collector_leaves_its_gauges_out_while_the_broker_is_down() -> None:

@@ -1,9 +1,10 @@
 """Broker gauges, read once per scrape: what is stored, not what one worker saw.
 
-``pqueue_queue_jobs{queue,status}`` and ``pqueue_workers`` come from one
-``Client.stats()`` call per collection -- never a call per metric, and none when the
-registry only asks what the collector describes. Every exporter of the same broker
-reports the same values, so aggregate them with ``max``, not ``sum`` (docs/metrics.md).
+``pqueue_queue_jobs{queue,status}``, ``pqueue_queue_oldest_pending_seconds{queue}`` and
+``pqueue_workers`` come from one ``Client.stats()`` call per collection -- never a call
+per metric, and none when the registry only asks what the collector describes. Every
+exporter of the same broker reports the same values, so aggregate them with ``max``, not
+``sum`` (docs/metrics.md).
 If the broker cannot be reached the gauges are left out of that scrape (an absent series,
 not a false zero) and the problem is logged once until it clears.
 """
@@ -44,16 +45,23 @@ class QueueCollector(Collector):
         if self._failing:
             log.info("broker stats available again")
         self._failing = False
-        jobs, workers = _families()
+        jobs, oldest, workers = _families()
         for queue, counts in sorted(stats.queues.items()):
             for status in JobStatus:
                 jobs.add_metric([queue, status.value], counts.get(status, 0))
+            # 0 when nothing waits: "how late is the queue" has an answer for every queue.
+            oldest.add_metric([queue], stats.oldest_pending_age.get(queue, 0.0))
         workers.add_metric([], len(stats.workers))
-        return [jobs, workers]
+        return [jobs, oldest, workers]
 
 
 def _families() -> Iterator[GaugeMetricFamily]:
     yield GaugeMetricFamily(
         "pqueue_queue_jobs", "Jobs stored per queue and status.", labels=["queue", "status"]
+    )
+    yield GaugeMetricFamily(
+        "pqueue_queue_oldest_pending_seconds",
+        "Seconds the oldest due pending job of the queue has waited (0 when none waits).",
+        labels=["queue"],
     )
     yield GaugeMetricFamily("pqueue_workers", "Workers registered with the broker (heartbeat recent).")

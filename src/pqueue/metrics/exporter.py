@@ -54,8 +54,8 @@ class Exporter:
         )
 
     def _ready(self) -> bool:
-        """The broker answers a cheap call (its list of queues)."""
-        self.client.list_queues()
+        """The broker answers and its schema is current (``Client.health``; raises if not)."""
+        self.client.health()
         return True
 
     def __enter__(self) -> Exporter:
