@@ -128,3 +128,14 @@ def test_label_values_are_bounded() -> None:
     assert [types(t) for t in ("a", "b", "c", "a", "d")] == ["a", "b", OTHER, "a", OTHER]
     with pytest.raises(ValueError, match="limit"):
         BoundedValues("queue", limit=0)
+
+
+def test_declare_creates_every_series_of_a_router_at_zero() -> None:
+    registry = CollectorRegistry()
+    JobMetrics(registry).declare(app_router)
+    s = samples(registry)
+    for job_type in ("metrics:ok", "metrics:boom", "metrics:nap"):
+        for outcome in ("succeeded", "failed", "dead", "cancelled", "duplicate", "released"):
+            key = frozenset({("queue", QUEUE), ("type", job_type), ("outcome", outcome)})
+            assert s[("pqueue_jobs_processed_total", key)] == 0
+    assert s[("pqueue_jobs_recovered_total", frozenset({("queue", QUEUE)}))] == 0

@@ -222,6 +222,7 @@ def serve(args: argparse.Namespace) -> int:
     from pqueue.middleware import Middleware
     from pqueue.worker import Worker
 
+    router = load_router(args.router)
     middleware: list[Middleware] = []
     registry = None
     if args.metrics_port is not None or args.metrics_dir is not None:
@@ -232,10 +233,12 @@ def serve(args: argparse.Namespace) -> int:
 
         # A pool child (--metrics-dir) writes to the pool's shared files: no registry of its own.
         registry = CollectorRegistry() if args.metrics_dir is None else None
-        middleware.append(JobMetrics(registry))
+        metrics = JobMetrics(registry)
+        metrics.declare(router)
+        middleware.append(metrics)
     worker = Worker(
         args.dsn,
-        load_router(args.router),
+        router,
         concurrency=args.concurrency,
         queues=args.queues,
         strict=args.strict,

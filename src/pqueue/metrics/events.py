@@ -23,6 +23,7 @@ from pqueue.broker import RecoveryReport
 from pqueue.job import EnqueueResult, Job, JobSpec
 from pqueue.metrics.labels import DEFAULT_LIMIT, BoundedValues
 from pqueue.middleware import JobReport, Middleware, Outcome
+from pqueue.router import Router
 
 BUCKETS: tuple[float, ...] = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -103,6 +104,24 @@ class JobMetrics(Middleware):
         self._gauges: dict[str, Gauge] = {}
         self._timing: dict[tuple[str, str], tuple[Histogram, Histogram]] = {}
         self._counts: dict[tuple[str, str, str], Counter] = {}
+
+    def declare(self, router: Router) -> None:
+        """Create the series of every job type of ``router`` (in its handler's queue) at 0.
+
+        Prometheus misses the first value of a new series: a counter that appears at 3
+        shows no ``increase()``, so the first dead job of a type would never alert. The
+        worker command declares its router at start-up; producers may do the same.
+        """
+        for name in router.names:
+            handler = router.get(name)
+            if handler is None:
+                continue
+            queue, job_type = self._queue(handler.queue), self._type(name)
+            self.enqueued.labels(queue, job_type)
+            for outcome in OUTCOME_LABELS.values():
+                self.processed.labels(queue, job_type, outcome)
+            self.recovered.labels(queue)
+            self.in_flight.labels(queue)
 
     # -- producers ----------------------------------------------------------------------
 
