@@ -219,23 +219,15 @@ def require_metrics_extra() -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from pqueue.middleware import Middleware
     from pqueue.worker import Worker
 
     router = load_router(args.router)
-    middleware: list[Middleware] = []
-    registry = None
+    metrics = None
     if args.metrics_port is not None or args.metrics_dir is not None:
         require_metrics_extra()
-        from prometheus_client import CollectorRegistry
+        from pqueue.metrics.exporter import WorkerMetrics
 
-        from pqueue.metrics import JobMetrics
-
-        # A pool child (--metrics-dir) writes to the pool's shared files: no registry of its own.
-        registry = CollectorRegistry() if args.metrics_dir is None else None
-        metrics = JobMetrics(registry)
-        metrics.declare(router)
-        middleware.append(metrics)
+        metrics = WorkerMetrics(router, pool_child=args.metrics_dir is not None)
     worker = Worker(
         args.dsn,
         router,
@@ -246,19 +238,13 @@ def serve(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         unknown_type=args.unknown_type,
         prefetch=args.prefetch,
-        middleware=middleware,
+        middleware=[] if metrics is None else [metrics.jobs],
     )
     if args.parent_pid is not None:
         _watch_parent(args.parent_pid, worker.stop)
-    if args.metrics_port is None:
+    if metrics is None:
         return worker.run(loop=args.loop)
-    from pqueue.metrics.exporter import Exporter
-
-    assert registry is not None
-    exporter = Exporter(
-        args.dsn, registry, host=args.metrics_host, port=args.metrics_port, live=worker.responsive
-    )
-    with exporter:
+    with metrics.serving(worker, args.dsn, host=args.metrics_host, port=args.metrics_port):
         return worker.run(loop=args.loop)
 
 

@@ -1,8 +1,9 @@
 """Job metrics from the worker's and the client's lifecycle events (a middleware).
 
 Counters and histograms move as middleware hooks fire; nothing in the worker knows
-metrics exist. Label children are cached per (queue, type[, outcome]) so an event costs
-a dict lookup and an increment, not ``labels()``'s locking and validation.
+metrics exist. A hook only adds to plain running totals (:mod:`.tally`, one dict lookup
+and an addition); the prometheus-client metrics catch up with them whenever the registry
+is collected (a scrape) and, in a pool's child, every second.
 
 Outcomes (``pqueue_jobs_processed_total{outcome}``): ``succeeded``, ``failed`` (will be
 retried), ``dead``, ``cancelled`` (handler cut short by a drain past its timeout, job
@@ -14,14 +15,20 @@ recovery (``pqueue_jobs_recovered_total``) and is counted when it is processed a
 
 from __future__ import annotations
 
+import math
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
 
 from pqueue.broker import RecoveryReport
 from pqueue.job import EnqueueResult, Job, JobSpec
 from pqueue.metrics.labels import DEFAULT_LIMIT, BoundedValues
+from pqueue.metrics.tally import CountTally, HistogramTally, LevelTally
 from pqueue.middleware import JobReport, Middleware, Outcome
 from pqueue.router import Router
 
@@ -50,8 +57,9 @@ class JobMetrics(Middleware):
     """Prometheus counters, histograms and the in-flight gauge, fed by middleware events.
 
     Give one instance to ``Worker(middleware=[...])`` and/or ``Client(middleware=[...])``.
-    ``registry`` defaults to prometheus-client's global one; under its multiprocess mode
-    (``PROMETHEUS_MULTIPROC_DIR``) the values go to the shared files whatever the registry.
+    ``registry`` defaults to prometheus-client's global one; collecting it (a scrape)
+    first brings the metrics up to date. With ``registry=None`` (a pool's child, whose
+    values go to prometheus-client's multiprocess files) call :meth:`catch_up_every`.
     """
 
     def __init__(
@@ -61,6 +69,9 @@ class JobMetrics(Middleware):
         buckets: Sequence[float] = BUCKETS,
         max_label_values: int = DEFAULT_LIMIT,
     ) -> None:
+        self._lock = threading.Lock()
+        if registry is not None:  # registered first: a collection catches up before reading
+            registry.register(_CatchUpFirst(self.catch_up))
         labels = ["queue", "type"]
         self.enqueued = Counter(
             "pqueue_jobs_enqueued_total",
@@ -98,12 +109,17 @@ class JobMetrics(Middleware):
             registry=registry,
             multiprocess_mode="livesum",
         )
+        self._bounds = sorted({float(b) for b in buckets} | {math.inf})
         self._queue = BoundedValues("queue", max_label_values)
         self._type = BoundedValues("type", max_label_values)
-        self._running: dict[str, Gauge] = {}  # job id -> its queue's in-flight child
-        self._gauges: dict[str, Gauge] = {}
-        self._timing: dict[tuple[str, str], tuple[Histogram, Histogram]] = {}
-        self._counts: dict[tuple[str, str, str], Counter] = {}
+        self._running: dict[str, tuple[LevelTally, HistogramTally]] = {}  # job id -> its tallies
+        self._jobs: dict[tuple[str, str], tuple[LevelTally, HistogramTally, HistogramTally]] = {}
+        self._levels: dict[str, LevelTally] = {}
+        self._runs: dict[tuple[str, str], HistogramTally] = {}
+        self._waits: dict[tuple[str, str], HistogramTally] = {}
+        self._counts: dict[tuple[Counter, tuple[str, ...]], CountTally] = {}
+        self._outcomes: dict[tuple[str, str, Outcome], CountTally | None] = {}
+        self._tallies: list[CountTally | LevelTally | HistogramTally] = []
 
     def declare(self, router: Router) -> None:
         """Create the series of every job type of ``router`` (in its handler's queue) at 0.
@@ -116,64 +132,131 @@ class JobMetrics(Middleware):
             handler = router.get(name)
             if handler is None:
                 continue
-            queue, job_type = self._queue(handler.queue), self._type(name)
-            self.enqueued.labels(queue, job_type)
-            for outcome in OUTCOME_LABELS.values():
-                self.processed.labels(queue, job_type, outcome)
-            self.recovered.labels(queue)
-            self.in_flight.labels(queue)
+            self._count(self.enqueued, handler.queue, name)
+            for outcome in OUTCOME_LABELS:
+                self._outcome(handler.queue, name, outcome)
+            self._count(self.recovered, handler.queue)
+            self._per_job(handler.queue, name)
+        self.catch_up()
 
     # -- producers ----------------------------------------------------------------------
 
     def after_enqueue(self, spec: JobSpec, result: EnqueueResult) -> None:
         if result.created:
-            self.enqueued.labels(self._queue(spec.queue), self._type(spec.type)).inc()
+            self._count(self.enqueued, spec.queue, spec.type).total += 1
 
     # -- workers --------------------------------------------------------------------------
 
     def before_job(self, job: Job) -> None:
-        _, wait = self._timers(job)
-        due = max(job.created_at, job.run_at).timestamp()
-        wait.observe(max(0.0, time.time() - due))
-        gauge = self._gauge(job.queue)
-        gauge.inc()
-        self._running[job.id] = gauge
+        key = (job.queue, job.type)
+        tallies = self._jobs.get(key) or self._per_job(*key)
+        level, run, wait = tallies
+        # run_at is the enqueue time, or the due time of a scheduled or retried job.
+        wait.observe(max(0.0, time.time() - job.run_at.timestamp()))
+        level.started += 1
+        self._running[job.id] = (level, run)
 
     def after_job(self, report: JobReport) -> None:
         job = report.job
-        gauge = self._running.pop(job.id, None)
-        if gauge is not None:  # its handler started
-            gauge.dec()
+        running = self._running.pop(job.id, None)
+        if running is not None:  # its handler started
+            level, run = running
+            level.ended += 1
             if report.outcome not in _NOT_RUN:
-                self._timers(job)[0].observe(report.duration)
-        outcome = OUTCOME_LABELS.get(report.outcome)
-        if outcome is not None:
-            self._count(job, outcome).inc()
+                run.observe(report.duration)
+        key = (job.queue, job.type, report.outcome)
+        count = self._outcomes[key] if key in self._outcomes else self._outcome(*key)
+        if count is not None:
+            count.total += 1
 
     def after_recover(self, report: RecoveryReport) -> None:
         for queue, jobs in report.queues.items():
-            self.recovered.labels(self._queue(queue)).inc(jobs)
+            self._count(self.recovered, queue).total += jobs
 
-    # -- cached label children ------------------------------------------------------------
+    # -- catching up ------------------------------------------------------------------------
 
-    def _timers(self, job: Job) -> tuple[Histogram, Histogram]:
-        key = (job.queue, job.type)
-        timers = self._timing.get(key)
-        if timers is None:
-            labels = (self._queue(job.queue), self._type(job.type))
-            timers = self._timing[key] = (self.run_seconds.labels(*labels), self.wait_seconds.labels(*labels))
-        return timers
+    def catch_up(self) -> None:
+        """Bring the prometheus-client metrics up to date with the running totals."""
+        with self._lock:
+            for tally in list(self._tallies):
+                tally.catch_up()
 
-    def _gauge(self, queue: str) -> Gauge:
-        gauge = self._gauges.get(queue)
-        if gauge is None:
-            gauge = self._gauges[queue] = self.in_flight.labels(self._queue(queue))
-        return gauge
+    def catch_up_every(self, interval: float = 1.0) -> Callable[[], None]:
+        """Catch up every ``interval`` seconds on a daemon thread (a pool's child writes its
+        multiprocess files this way); returns ``stop``, which catches up one last time."""
+        stopped = threading.Event()
 
-    def _count(self, job: Job, outcome: str) -> Counter:
-        key = (job.queue, job.type, outcome)
-        counter = self._counts.get(key)
-        if counter is None:
-            labels = (self._queue(job.queue), self._type(job.type), outcome)
-            counter = self._counts[key] = self.processed.labels(*labels)
-        return counter
+        def loop() -> None:
+            while not stopped.wait(interval):
+                self.catch_up()
+
+        thread = threading.Thread(target=loop, name="pqueue-metrics-catch-up", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopped.set()
+            thread.join(5)
+            self.catch_up()
+
+        return stop
+
+    # -- tallies, one per series (raw values bounded to labels once) -------------------------
+
+    def _per_job(self, queue: str, job_type: str) -> tuple[LevelTally, HistogramTally, HistogramTally]:
+        labels = (self._queue(queue), self._type(job_type))
+        level = self._levels.get(labels[0])
+        if level is None:
+            level = self._levels[labels[0]] = self._add(LevelTally(self.in_flight.labels(labels[0])))
+        run = self._runs.get(labels)
+        if run is None:
+            run = self._runs[labels] = self._add(
+                HistogramTally(self.run_seconds.labels(*labels), self._bounds)
+            )
+        wait = self._waits.get(labels)
+        if wait is None:
+            child = self.wait_seconds.labels(*labels)
+            wait = self._waits[labels] = self._add(HistogramTally(child, self._bounds))
+        tallies = (level, run, wait)
+        if len(self._jobs) < _RAW_KEYS:
+            self._jobs[queue, job_type] = tallies
+        return tallies
+
+    def _outcome(self, queue: str, job_type: str, outcome: Outcome) -> CountTally | None:
+        label = OUTCOME_LABELS.get(outcome)
+        count = None if label is None else self._count(self.processed, queue, job_type, label)
+        if len(self._outcomes) < _RAW_KEYS:
+            self._outcomes[queue, job_type, outcome] = count
+        return count
+
+    def _count(self, counter: Counter, queue: str, job_type: str | None = None, *rest: str) -> CountTally:
+        labels = (
+            (self._queue(queue),) if job_type is None else (self._queue(queue), self._type(job_type), *rest)
+        )
+        count = self._counts.get((counter, labels))
+        if count is None:
+            count = self._counts[counter, labels] = self._add(CountTally(counter.labels(*labels)))
+        return count
+
+    def _add(self, tally: _T) -> _T:
+        self._tallies.append(tally)
+        return tally
+
+
+_T = TypeVar("_T", CountTally, LevelTally, HistogramTally)
+
+_RAW_KEYS = 10_000
+"""Raw (queue, type) keys remembered for the fast path; beyond, each event maps its labels again."""
+
+
+class _CatchUpFirst(Collector):
+    """Registered before the metrics: each collection of the registry catches them up first."""
+
+    def __init__(self, catch_up: Callable[[], None]) -> None:
+        self._catch_up = catch_up
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        self._catch_up()
+        return []

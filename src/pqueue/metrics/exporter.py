@@ -17,12 +17,20 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
 from pqueue.metrics.collector import QueueCollector
+from pqueue.metrics.events import JobMetrics
 from pqueue.metrics.server import Check, MetricsServer
+
+if TYPE_CHECKING:
+    from pqueue.router import Router
+    from pqueue.worker import Worker
 
 log = logging.getLogger("pqueue.metrics")
 
@@ -67,6 +75,31 @@ class Exporter:
     ) -> None:
         self.server.stop()
         self.client.close()
+
+
+class WorkerMetrics:
+    """The metrics of one worker process: its :class:`JobMetrics` (the router's series
+    declared at 0), served by an exporter of its own, or -- a pool's child -- written to
+    the pool's shared files (``registry`` None) and caught up every second."""
+
+    def __init__(self, router: Router, *, pool_child: bool) -> None:
+        self.registry = None if pool_child else CollectorRegistry()
+        self.jobs = JobMetrics(self.registry)
+        self.jobs.declare(router)
+
+    @contextmanager
+    def serving(self, worker: Worker, dsn: str, *, host: str, port: int | None) -> Iterator[None]:
+        """For the body of the block (the worker's run): serve, or keep the shared files current."""
+        if self.registry is None:
+            stop = self.jobs.catch_up_every(1.0)
+            try:
+                yield
+            finally:
+                stop()
+            return
+        assert port is not None
+        with Exporter(dsn, self.registry, host=host, port=port, live=worker.responsive):
+            yield
 
 
 class PoolMetrics:
