@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -23,6 +24,14 @@ def samples(registry: CollectorRegistry) -> Samples:
     return parse(generate_latest(registry).decode())
 
 
+def app_with(job_type: str, handler: Callable[[Job], Awaitable[None]]) -> Router:
+    """The test app's router plus one more job type in its queue."""
+    router = Router()
+    router.include(app_router)
+    router.task(job_type, queue=QUEUE)(handler)
+    return router
+
+
 @only_backends("memory", "redis")
 async def test_counters_histograms_and_in_flight_move_as_jobs_flow(
     backend_dsn: str, clock: ManualClock, make_worker: MakeWorker
@@ -30,12 +39,11 @@ async def test_counters_histograms_and_in_flight_move_as_jobs_flow(
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)
     hold = asyncio.Event()
-    router = Router()
-    router.include(app_router)
 
-    @router.task("metrics:hold", queue=QUEUE)
     async def held(job: Job) -> None:
         await hold.wait()
+
+    router = app_with("metrics:hold", held)
 
     async with AsyncClient(backend_dsn, clock=clock, middleware=[metrics], router=router) as client:
         for _ in range(3):
@@ -77,13 +85,12 @@ async def test_retries_recoveries_and_drain_outcomes(
     registry = CollectorRegistry()
     metrics = JobMetrics(registry)
     started = asyncio.Event()
-    router = Router()
-    router.include(app_router)
 
-    @router.task("metrics:stuck", queue=QUEUE)
     async def stuck(job: Job) -> None:
         started.set()
         await asyncio.Event().wait()  # never returns: the drain cuts it short
+
+    router = app_with("metrics:stuck", stuck)
 
     async with AsyncClient(backend_dsn, clock=clock, router=router) as client:
         crashed = (await client.enqueue("metrics:ok")).id
