@@ -24,6 +24,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
+from pqueue.errors import ConfigError
+
 log = logging.getLogger("pqueue.metrics")
 
 Check = Callable[[], bool]
@@ -56,7 +58,10 @@ class MetricsServer:
         self._metrics = make_wsgi_app(registry)
         self._live, self._ready = live, ready
         self._token = hashlib.sha256(token.encode()).digest() if token else None
-        self._server = make_server(host, port, self._app, _Server, handler_class=_QuietHandler)
+        try:
+            self._server = make_server(host, port, self._app, _Server, handler_class=_QuietHandler)
+        except OSError as exc:  # port taken, no such address, no permission
+            raise ConfigError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
         self._thread: threading.Thread | None = None
 
     @property
