@@ -16,8 +16,8 @@ Also printed: the worker processes' CPU time per job (user + system, from
 ``getrusage(RUSAGE_CHILDREN)``), which other load on the machine disturbs less than rates.
 
 ``--metrics-port PORT`` runs the worker with its metrics exporter and scrapes
-``/metrics`` once a second while it drains (Prometheus usually scrapes every 15 s), to
-measure what metrics cost (docs/benchmarks.md, "Metrics").
+``/metrics`` every ``--scrape-every`` seconds (default 1; Prometheus usually scrapes
+every 15 s) while it drains, to measure what metrics cost (docs/benchmarks.md, "Metrics").
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
         while (done := await completed(client) - base) < args.n:
             if done and not first:
                 first = time.perf_counter()
-            if args.metrics_port and time.perf_counter() - scraped >= 1.0:
+            if args.metrics_port and args.scrape_every and time.perf_counter() - scraped >= args.scrape_every:
                 scraped = time.perf_counter()
                 await asyncio.to_thread(_scrape, args.metrics_port)
             await asyncio.sleep(0.01)
@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument(
         "--metrics-port", type=int, default=0, help="run the worker with metrics on this port"
     )
+    parser.add_argument("--scrape-every", type=float, default=1.0, help="seconds between scrapes (0: none)")
     args = parser.parse_args()
     if args.dsn.startswith("memory:") and (args.processes != 1 or args.metrics_port):
         parser.error("memory:// is one process: use --processes 1, without --metrics-port")

@@ -52,6 +52,9 @@ OUTCOME_LABELS: dict[Outcome, str] = {
 _NOT_RUN = (Outcome.RELEASED, Outcome.CANCELLED, Outcome.DUPLICATE)
 """Outcomes whose report carries no handler run time."""
 
+_JobTallies = tuple[LevelTally, HistogramTally, HistogramTally]
+"""Of one (queue, type): jobs in flight, run time, wait time."""
+
 
 class JobMetrics(Middleware):
     """Prometheus counters, histograms and the in-flight gauge, fed by middleware events.
@@ -112,8 +115,8 @@ class JobMetrics(Middleware):
         self._bounds = sorted({float(b) for b in buckets} | {math.inf})
         self._queue = BoundedValues("queue", max_label_values)
         self._type = BoundedValues("type", max_label_values)
-        self._running: dict[str, tuple[LevelTally, HistogramTally]] = {}  # job id -> its tallies
-        self._jobs: dict[tuple[str, str], tuple[LevelTally, HistogramTally, HistogramTally]] = {}
+        self._running: dict[str, _JobTallies] = {}  # job id -> its tallies
+        self._jobs: dict[tuple[str, str], _JobTallies] = {}
         self._levels: dict[str, LevelTally] = {}
         self._runs: dict[tuple[str, str], HistogramTally] = {}
         self._waits: dict[tuple[str, str], HistogramTally] = {}
@@ -148,24 +151,25 @@ class JobMetrics(Middleware):
     # -- workers --------------------------------------------------------------------------
 
     def before_job(self, job: Job) -> None:
-        key = (job.queue, job.type)
-        tallies = self._jobs.get(key) or self._per_job(*key)
-        level, run, wait = tallies
+        tallies = self._jobs.get((job.queue, job.type)) or self._per_job(job.queue, job.type)
         # run_at is the enqueue time, or the due time of a scheduled or retried job.
-        wait.observe(max(0.0, time.time() - job.run_at.timestamp()))
-        level.started += 1
-        self._running[job.id] = (level, run)
+        wait = time.time() - job.run_at.timestamp()
+        tallies[2].observe(wait if wait > 0.0 else 0.0)
+        tallies[0].started += 1
+        self._running[job.id] = tallies
 
     def after_job(self, report: JobReport) -> None:
         job = report.job
-        running = self._running.pop(job.id, None)
-        if running is not None:  # its handler started
-            level, run = running
-            level.ended += 1
+        tallies = self._running.pop(job.id, None)
+        if tallies is not None:  # its handler started
+            tallies[0].ended += 1
             if report.outcome not in _NOT_RUN:
-                run.observe(report.duration)
+                tallies[1].observe(report.duration)
         key = (job.queue, job.type, report.outcome)
-        count = self._outcomes[key] if key in self._outcomes else self._outcome(*key)
+        try:
+            count = self._outcomes[key]
+        except KeyError:  # first of its kind (free on the hit path)
+            count = self._outcome(*key)
         if count is not None:
             count.total += 1
 
@@ -202,7 +206,7 @@ class JobMetrics(Middleware):
 
     # -- tallies, one per series (raw values bounded to labels once) -------------------------
 
-    def _per_job(self, queue: str, job_type: str) -> tuple[LevelTally, HistogramTally, HistogramTally]:
+    def _per_job(self, queue: str, job_type: str) -> _JobTallies:
         labels = (self._queue(queue), self._type(job_type))
         level = self._levels.get(labels[0])
         if level is None:
