@@ -92,9 +92,10 @@ class MiddlewareChain:
                 raise TypeError(f"middleware must subclass pqueue.middleware.Middleware, got {item!r}")
         self._before_enqueue = [m for m in self.items if _overrides(m, "before_enqueue")]
         self._after_enqueue = [m for m in self.items if _overrides(m, "after_enqueue")]
-        self._before_job = [m for m in self.items if _overrides(m, "before_job")]
+        # The per-job hooks are kept bound, in calling order: they run twice per job.
+        self._before_job = [m.before_job for m in self.items if _overrides(m, "before_job")]
         self._on_error = [m for m in self.items if _overrides(m, "on_error")]
-        self._after_job = [m for m in self.items if _overrides(m, "after_job")]
+        self._after_job = [m.after_job for m in reversed(self.items) if _overrides(m, "after_job")]
         self._after_recover = [m for m in self.items if _overrides(m, "after_recover")]
         self.wants_jobs = bool(self._before_job or self._on_error or self._after_job)
 
@@ -113,16 +114,22 @@ class MiddlewareChain:
                 _guard(m.after_enqueue, spec, result)
 
     def before_job(self, job: Job) -> None:
-        for m in self._before_job:
-            _guard(m.before_job, job)
+        for hook in self._before_job:
+            try:  # inline rather than _guard: one frame less per hook on the hot path
+                hook(job)
+            except Exception:  # noqa: BLE001 - logged by _failed, then ignored
+                _failed(hook)
 
     def on_error(self, job: Job, error: BaseException) -> None:
         for m in self._on_error:
             _guard(m.on_error, job, error)
 
     def after_job(self, report: JobReport) -> None:
-        for m in reversed(self._after_job):
-            _guard(m.after_job, report)
+        for hook in self._after_job:
+            try:
+                hook(report)
+            except Exception:  # noqa: BLE001 - logged by _failed, then ignored
+                _failed(hook)
 
     def after_recover(self, report: RecoveryReport) -> None:
         for m in self._after_recover:
@@ -132,5 +139,10 @@ class MiddlewareChain:
 def _guard(hook: Callable[..., object], *args: object) -> None:
     try:
         hook(*args)
-    except Exception:
-        log.exception("middleware hook %s failed; ignored", getattr(hook, "__qualname__", hook))
+    except Exception:  # noqa: BLE001 - logged by _failed, then ignored
+        _failed(hook)
+
+
+def _failed(hook: Callable[..., object]) -> None:
+    """Log the exception being handled: a hook failed and was ignored."""
+    log.exception("middleware hook %s failed; ignored", getattr(hook, "__qualname__", hook))
