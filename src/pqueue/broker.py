@@ -59,6 +59,8 @@ class RecoveryReport:
     """Jobs whose lease expired, put back to pending (``recoveries`` + 1)."""
     dead: tuple[str, ...] = ()
     """Jobs whose lease expired more than ``max_recoveries`` times, now dead."""
+    queues: Mapping[str, int] = field(default_factory=dict)
+    """Jobs taken back per queue (recovered and dead): what metrics count as recoveries."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,10 +233,12 @@ class MemoryStore:
         recovered: list[str] = []
         dead: list[str] = []
         woken: set[str] = set()
+        per_queue: Counter[str] = Counter()
         with self.lock:
             expired = [r for r in self._active.values() if r.lease_expires_at <= now]
             expired.sort(key=lambda r: r.lease_expires_at)
             for rec in expired[:limit]:
+                per_queue[rec.queue] += 1
                 rec.recoveries += 1
                 if rec.recoveries > rec.max_recoveries:
                     reason = ErrorInfo("LeaseExpired", f"lease expired {rec.recoveries} times")
@@ -247,7 +249,7 @@ class MemoryStore:
                     self._put_back(rec, now, run_at=rec.run_at)
                     recovered.append(rec.id)
                     woken.add(rec.queue)
-        return RecoveryReport(tuple(recovered), tuple(dead)), woken
+        return RecoveryReport(tuple(recovered), tuple(dead), dict(per_queue)), woken
 
     def promote(self, limit: int) -> int:
         now = self.clock.now()

@@ -395,7 +395,7 @@ woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
     FROM moved WHERE status <> 'dead' GROUP BY queue
 )
-SELECT moved.id, moved.status
+SELECT moved.id, moved.queue, moved.status
 FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified
 ORDER BY moved.expired_at, moved.id;
 
