@@ -46,6 +46,15 @@ def _service(scheme: str) -> str | None:
     return "redis" if scheme.startswith("redis") else "postgres" if scheme.startswith("postgres") else None
 
 
+_SPARK = re.compile(r"\b(?:pyspark|pyarrow|pqueue\.spark)\b|format\(\"pqueue\"\)")
+
+
+def needs_spark(blocks: list[Block]) -> bool:
+    """Whether the runnable blocks use PySpark, pyarrow or the data source: such a page is
+    marked ``spark`` and runs in the Spark step, where those packages are installed."""
+    return any(_SPARK.search(block.code) for block in blocks)
+
+
 def services(blocks: list[Block]) -> set[str]:
     """The services (``redis``, ``postgres``) the runnable blocks name in a DSN."""
     named = {_service(m["scheme"]) for block in blocks for m in _DSN.finditer(block.code)}

@@ -17,7 +17,8 @@ import pytest
 from tests.backends import available
 from tests.conftest import service_url
 from tests.docs.fences import runnable
-from tests.docs.runner import PageRun, services
+from tests.docs.runner import PageRun, needs_spark, services
+from tests.services import require_spark
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -30,6 +31,8 @@ def _params() -> list[object]:
         blocks = runnable(page)
         if blocks:
             marks = [getattr(pytest.mark, s) for s in sorted(services(blocks))]
+            if needs_spark(blocks):
+                marks.append(pytest.mark.spark)
             params.append(pytest.param(page, id=str(page.relative_to(ROOT)), marks=marks))
     return params
 
@@ -37,6 +40,8 @@ def _params() -> list[object]:
 @pytest.mark.parametrize("page", _params())
 def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
     blocks = runnable(page)
+    if needs_spark(blocks):
+        require_spark()
     namespace = f"pqt{uuid.uuid4().hex[:12]}"
     urls = {name: service_url(name) for name in sorted(services(blocks))}
     dsns = {name: str(BACKENDS[name].namespace_dsn(url, namespace)) for name, url in urls.items()}

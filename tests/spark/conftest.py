@@ -16,25 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests import services
+from tests.services import require_spark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 MASTER = "local[2,4]"
 """local[2] that lets a failed task run again (up to 4 attempts), as a cluster would."""
-
-
-def require_spark() -> None:
-    """Skip the calling module (loudly) when PySpark or pyarrow is missing; fail instead
-    when PQUEUE_TEST_REQUIRE names spark."""
-    try:
-        import pyarrow  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as exc:
-        if "spark" in services.required():
-            pytest.fail(f"PQUEUE_TEST_REQUIRE names spark, but it cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f'SKIPPED SPARK TESTS: {exc} (pip install "pqueue[spark]")', allow_module_level=True)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -14,7 +14,7 @@ from pqueue.brokers.memory.broker import drop_store
 from pqueue.cli import main
 from pqueue.clock import ManualClock
 from pqueue.job import ErrorInfo
-from tests.spark.conftest import require_spark
+from tests.services import require_spark
 
 require_spark()
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pqueue.cli import main
-from tests.spark.conftest import require_spark
+from tests.services import require_spark
 
 require_spark()
 

@@ -13,7 +13,7 @@ from pqueue.ids import key_id
 from pqueue.job import JobStatus
 from pqueue.spark.options import ReadOptions, WriteOptions, parse_since
 from pqueue.sync import Client
-from tests.spark.conftest import require_spark
+from tests.services import require_spark
 
 require_spark()
 

@@ -16,7 +16,7 @@ import pqueue
 from pqueue.ids import key_id
 from pqueue.job import ErrorInfo, JobStatus
 from pqueue.sync import Client
-from tests.spark.conftest import require_spark
+from tests.services import require_spark
 from tests.spark.helpers import BROKERS, namespaced_dsn
 
 require_spark()

@@ -13,7 +13,7 @@ import pqueue.spark
 from pqueue.ids import key_id
 from pqueue.job import JobStatus
 from pqueue.sync import Client
-from tests.spark.conftest import require_spark
+from tests.services import require_spark
 from tests.spark.helpers import BROKERS, claim_all, namespaced_dsn
 
 require_spark()
