@@ -1,7 +1,7 @@
 """One SparkSession for every Spark test: local[2], offline, quiet, UTC (docs/spark.md).
 
 The tests are marked ``spark`` and deselected by default (pyproject's addopts); run them
-with ``pytest -m spark tests/spark`` (.ci/spark.sh). Without PySpark they skip loudly,
+with ``pytest -m spark tests/spark`` (`make spark`). Without PySpark they skip loudly,
 unless ``PQUEUE_TEST_REQUIRE`` names ``spark``: then they fail.
 """
 
