@@ -66,7 +66,9 @@ async def anon(app: Any) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest_asyncio.fixture
 async def api(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE, headers=bearer(ADMIN)) as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url=BASE, headers=bearer(ADMIN)
+    ) as http:
         yield http
 
 
@@ -84,7 +86,9 @@ async def stored(broker: FullBroker) -> dict[str, dict[str, int]]:
     return {queue: per for queue, per in counts.items() if per}
 
 
-async def make_dead(broker: FullBroker, queue: str = "mail", n: int = 1, message: str = "SMTP 550") -> list[str]:
+async def make_dead(
+    broker: FullBroker, queue: str = "mail", n: int = 1, message: str = "SMTP 550"
+) -> list[str]:
     """``n`` dead jobs of type ``email.send`` in ``queue``, each with one error ``message``."""
     specs = [build_spec("email.send", {"n": i}, queue=queue, max_retries=0) for i in range(n)]
     await broker.enqueue(specs)

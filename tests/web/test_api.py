@@ -21,7 +21,9 @@ async def test_post_job_stores_it_and_answers_201(api: httpx.AsyncClient, broker
     assert job.type == "email.send" and job.payload == {"to": "ada@example.com"}
 
 
-async def test_post_job_takes_every_option(api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock) -> None:
+async def test_post_job_takes_every_option(
+    api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock
+) -> None:
     response = await api.post(
         "/jobs",
         json={
@@ -38,7 +40,12 @@ async def test_post_job_takes_every_option(api: httpx.AsyncClient, broker: FullB
     body = response.json()
     assert body["status"] == "scheduled" and body["queue"] == "low"
     job = await broker.get_job(body["id"])
-    assert (job.queue, job.max_retries, job.timeout, job.idempotency_key) == ("low", 7, 30.5, "report-2026-11")
+    assert (job.queue, job.max_retries, job.timeout, job.idempotency_key) == (
+        "low",
+        7,
+        30.5,
+        "report-2026-11",
+    )
     assert job.status.value == "scheduled"
     at = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
     later = await api.post("/jobs", json={"type": "report.build", "run_at": at.isoformat()})
@@ -46,7 +53,9 @@ async def test_post_job_takes_every_option(api: httpx.AsyncClient, broker: FullB
     assert (await broker.get_job(later.json()["id"])).run_at == at
 
 
-async def test_unique_key_match_answers_200_with_the_existing_job(api: httpx.AsyncClient, broker: FullBroker) -> None:
+async def test_unique_key_match_answers_200_with_the_existing_job(
+    api: httpx.AsyncClient, broker: FullBroker
+) -> None:
     job = {"type": "sync.account", "payload": {"id": 9}, "unique_for": 60, "unique_key": "account-9"}
     first = await api.post("/jobs", json=job)
     second = await api.post("/jobs", json=job)
@@ -72,7 +81,10 @@ async def test_batch_enqueues_in_request_order(api: httpx.AsyncClient, broker: F
 
 
 async def test_get_cancel_and_list_jobs(api: httpx.AsyncClient) -> None:
-    ids = [(await api.post("/jobs", json={"type": "a.b", "payload": i, "queue": "q1"})).json()["id"] for i in range(5)]
+    ids = [
+        (await api.post("/jobs", json={"type": "a.b", "payload": i, "queue": "q1"})).json()["id"]
+        for i in range(5)
+    ]
     job = (await api.get(f"/jobs/{ids[0]}")).json()
     assert job["id"] == ids[0] and job["payload"] == 0 and job["status"] == "pending" and job["errors"] == []
     cancelled = await api.delete(f"/jobs/{ids[0]}")
@@ -80,7 +92,9 @@ async def test_get_cancel_and_list_jobs(api: httpx.AsyncClient) -> None:
     assert (await api.get(f"/jobs/{ids[0]}")).json()["status"] == "cancelled"
     first = (await api.get("/jobs", params={"status": "pending", "queue": "q1", "limit": 3})).json()
     assert len(first["jobs"]) == 3 and first["next_cursor"] is not None
-    rest = (await api.get("/jobs", params={"status": "pending", "limit": 3, "cursor": first["next_cursor"]})).json()
+    rest = (
+        await api.get("/jobs", params={"status": "pending", "limit": 3, "cursor": first["next_cursor"]})
+    ).json()
     assert len(rest["jobs"]) == 1 and rest["next_cursor"] is None
     assert {j["id"] for j in first["jobs"] + rest["jobs"]} == set(ids[1:])
     by_type = (await api.get("/jobs", params={"status": "pending", "type": "other.type"})).json()
@@ -112,11 +126,13 @@ async def test_requeue_dead_by_id_and_by_queue(api: httpx.AsyncClient, broker: F
     assert (await broker.get_job(one)).status.value == "pending"
     assert (await api.post("/dead/requeue", json={"queue": "sms"})).json() == {"count": 1}
     assert (await broker.get_job(other)).status.value == "pending"
-    assert (await api.post("/dead/requeue", json={"all": True})).json() == {"count": 1}
+    assert (await api.post("/dead/requeue", json={})).json() == {"count": 1}  # every dead job
     assert await stored(broker) == {"mail": {"pending": 2}, "sms": {"pending": 1}}
 
 
-async def test_purge_dead_by_queue_age_and_id(api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock) -> None:
+async def test_purge_dead_by_queue_age_and_id(
+    api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock
+) -> None:
     await make_dead(broker, "mail", n=2)
     [sms] = await make_dead(broker, "sms")
     assert (await api.delete("/dead", params={"queue": "mail", "older_than": "1h"})).json() == {"count": 0}
@@ -124,9 +140,15 @@ async def test_purge_dead_by_queue_age_and_id(api: httpx.AsyncClient, broker: Fu
     assert (await api.delete("/dead", params={"queue": "mail", "older_than": "1h"})).json() == {"count": 2}
     assert (await api.delete("/dead", params={"ids": sms})).json() == {"count": 1}
     assert await stored(broker) == {}
+    await make_dead(broker, "mail")
+    await make_dead(broker, "sms")
+    assert (await api.delete("/dead")).json() == {"count": 2}  # no filter: every dead job
+    assert await stored(broker) == {}
 
 
-async def test_probes_metrics_session_and_dashboard(api: httpx.AsyncClient, reader: httpx.AsyncClient) -> None:
+async def test_probes_metrics_session_and_dashboard(
+    api: httpx.AsyncClient, reader: httpx.AsyncClient
+) -> None:
     assert (await api.get("/healthz")).json()["status"] == "ok"
     ready = await api.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ok"
@@ -142,9 +164,16 @@ async def test_probes_metrics_session_and_dashboard(api: httpx.AsyncClient, read
     assert page.status_code == 200 and "<title>pqueue</title>" in page.text
     assert (await api.get("/static/app.js")).status_code == 200
     schema = (await api.get("/openapi.json")).json()
-    assert {"/jobs", "/jobs/batch", "/jobs/{job_id}", "/queues", "/stats", "/workers", "/dead", "/dead/requeue"} <= set(
-        schema["paths"]
-    )
+    assert {
+        "/jobs",
+        "/jobs/batch",
+        "/jobs/{job_id}",
+        "/queues",
+        "/stats",
+        "/workers",
+        "/dead",
+        "/dead/requeue",
+    } <= set(schema["paths"])
     assert schema["paths"]["/jobs"]["post"]["security"] == [{"bearer": []}]
     assert "security" not in schema["paths"]["/healthz"]["get"]
     assert (await api.get("/docs")).status_code == 200

@@ -17,14 +17,19 @@ from tests.web.conftest import ADMIN, BASE, READER, assert_error, bearer, make_d
 WRITES = [
     ("POST", "/jobs", {"type": "a.b"}),
     ("POST", "/jobs/batch", {"jobs": [{"type": "a.b"}]}),
-    ("POST", "/dead/requeue", {"all": True}),
+    ("POST", "/dead/requeue", {}),
 ]
 
 
 @pytest.mark.parametrize(("method", "path", "body"), WRITES)
 @pytest.mark.parametrize(
     "headers",
-    [{}, bearer("wrong-token-0123456789abcdef"), {"Authorization": f"Basic {ADMIN}"}, {"Authorization": "Bearer"}],
+    [
+        {},
+        bearer("wrong-token-0123456789abcdef"),
+        {"Authorization": f"Basic {ADMIN}"},
+        {"Authorization": "Bearer"},
+    ],
     ids=["missing", "wrong", "not-bearer", "empty"],
 )
 async def test_no_valid_token_is_401_and_writes_nothing(
@@ -58,7 +63,7 @@ async def test_read_only_token_reads_but_cannot_write(reader: httpx.AsyncClient,
     before = await stored(broker)
     for path in ("/queues", "/stats", "/workers", "/jobs?status=dead", f"/jobs/{dead}", "/metrics"):
         assert (await reader.get(path)).status_code == 200, path
-    for method, path, body in [*WRITES, ("DELETE", f"/jobs/{dead}", None), ("DELETE", "/dead?all=true", None)]:
+    for method, path, body in [*WRITES, ("DELETE", f"/jobs/{dead}", None), ("DELETE", "/dead", None)]:
         assert_error(await reader.request(method, path, json=body), 403, "read-only")
     assert await stored(broker) == before
 

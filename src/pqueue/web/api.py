@@ -192,13 +192,21 @@ def _queue_routes(router: APIRouter, client: AsyncClient) -> None:
 
 def _dead_routes(router: APIRouter, client: AsyncClient) -> None:
 
-    @router.post("/dead/requeue", response_model=CountOut, summary="Requeue dead jobs", tags=["dead"])
+    @router.post(
+        "/dead/requeue",
+        response_model=CountOut,
+        summary="Requeue dead jobs: these ids, a queue's, or (with {}) every one",
+        tags=["dead"],
+    )
     async def requeue(body: RequeueIn) -> dict[str, int]:
-        if body.ids is None and body.queue is None and not body.all:
-            raise InvalidRequest("say which dead jobs: ids, queue, or all: true")
         return {"count": await client.requeue_dead(queue=body.queue, job_ids=body.ids)}
 
-    @router.delete("/dead", response_model=CountOut, summary="Purge dead jobs", tags=["dead"])
+    @router.delete(
+        "/dead",
+        response_model=CountOut,
+        summary="Purge dead jobs matching every filter given (no filter: every dead job)",
+        tags=["dead"],
+    )
     async def purge(
         queue: QueueQuery = None,
         older_than: Annotated[
@@ -209,12 +217,7 @@ def _dead_routes(router: APIRouter, client: AsyncClient) -> None:
             ),
         ] = None,
         ids: Annotated[list[str] | None, Query(description="Only these dead jobs.", max_length=1000)] = None,
-        all: Annotated[
-            bool, Query(description="Confirm a purge of every queue (when no queue nor ids).")
-        ] = False,
     ) -> dict[str, int]:
-        if queue is None and ids is None and not all:
-            raise InvalidRequest("say which dead jobs: queue=<name>, ids=<id>, or all=true for every queue")
         age = None if older_than is None else parse_duration(older_than)
         return {"count": await client.purge_dead(queue=queue, job_ids=ids, older_than=age)}
 

@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from pqueue.errors import (
     BrokerError,
@@ -106,9 +107,25 @@ _NOT_AN_OBJECT = frozenset({"model_attributes_type", "dict_type", "model_type"})
 async def _http_error(request: Request, exc: HTTPException) -> Response:
     codes = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 401: "unauthorized"}
     detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+    headers = dict(exc.headers or {})
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such endpoint: {request.method} {request.url.path}"
-    return error_body(exc.status_code, codes.get(exc.status_code, "http_error"), detail, exc.headers)
+    if exc.status_code == 405:
+        # Starlette names only the first route's methods; a path served by several routes
+        # (GET and POST /jobs) allows all of theirs.
+        allowed = _allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        detail = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
+    return error_body(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

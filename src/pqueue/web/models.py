@@ -1,9 +1,9 @@
 """Request and response bodies, as pydantic models: they are the OpenAPI document.
 
 The enqueue rules themselves (names, ranges, payload size) live once, in
-:mod:`pqueue.spec`; the models only check JSON types, and document each rule with the
-same pattern or bound that :mod:`pqueue.spec` enforces (``_doc_pattern`` derives the
-JSON-Schema form of its regexes). Numbers are JSON numbers only: a string or a boolean
+:mod:`pqueue.spec`, which checks every job; the models check JSON types and describe each
+rule in the schema with the pattern or bound :mod:`pqueue.spec` uses (``_doc_pattern``
+derives the JSON-Schema form of its regexes, ``MAX_COUNT`` is its own constant). Numbers are JSON numbers only: a string or a boolean
 where a number is expected is refused rather than converted, so the API accepts exactly
 what its schema says.
 
@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
 from pqueue.job import JobStatus
-from pqueue.spec import JOB_TYPE_RE, KEY_RE, MAX_COUNT, QUEUE_NAME_RE
+from pqueue.spec import JOB_TYPE_RE, KEY_RE, MAX_COUNT, MAX_SECONDS, QUEUE_NAME_RE
 
 
 def _doc_pattern(regex: re.Pattern[str]) -> str:
@@ -41,8 +41,13 @@ def _json_text(value: object) -> object:
     return value
 
 
-Number = Annotated[float, BeforeValidator(_json_number)]
-Integer = Annotated[int, BeforeValidator(_json_number)]
+# The bound comes before the validator so pydantic writes it into the schema as JSON
+# Schema's minimum / exclusiveMinimum / maximum.
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False), BeforeValidator(_json_number)]
+PositiveSeconds = Annotated[
+    float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False), BeforeValidator(_json_number)
+]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT), BeforeValidator(_json_number)]
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_json_text)]
 
 QueueName = Annotated[str, Field(json_schema_extra={"pattern": _doc_pattern(QUEUE_NAME_RE)})]
@@ -57,8 +62,12 @@ class JobIn(BaseModel):
         extra="forbid",
         json_schema_extra={
             # unique_key needs unique_for; delay and run_at exclude each other (pqueue.spec).
-            "dependentRequired": {"unique_key": ["unique_for"]},
-            "not": {"required": ["delay", "run_at"]},
+            "if": {"properties": {"unique_key": {"type": "string"}}, "required": ["unique_key"]},
+            "then": {"properties": {"unique_for": {"type": "number"}}, "required": ["unique_for"]},
+            "not": {
+                "properties": {"delay": {"type": "number"}, "run_at": {"type": "string"}},
+                "required": ["delay", "run_at"],
+            },
             "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "queue": "default"}],
         },
     )
@@ -66,21 +75,15 @@ class JobIn(BaseModel):
     type: JobType = Field(description="The job type a worker's router handles.")
     payload: Any = Field(default=None, description="Any JSON value (at most 1 MiB encoded, by default).")
     queue: QueueName | None = Field(default=None, description="Queue name; default 'default'.")
-    delay: Annotated[Number | None, Field(ge=0, allow_inf_nan=False)] = Field(
-        default=None, description="Seconds to wait before the job is due."
-    )
+    delay: Seconds | None = Field(default=None, description="Seconds to wait before the job is due.")
     run_at: Timestamp | None = Field(default=None, description="When the job is due (RFC 3339 with offset).")
-    max_retries: Annotated[Integer | None, Field(ge=0, le=MAX_COUNT)] = Field(
-        default=None, description="Retries after the first attempt; default 3."
-    )
-    unique_for: Annotated[Number | None, Field(gt=0, allow_inf_nan=False)] = Field(
+    max_retries: Count | None = Field(default=None, description="Retries after the first attempt; default 3.")
+    unique_for: PositiveSeconds | None = Field(
         default=None, description="Seconds a unique key is held (derived from type, queue, payload if none)."
     )
     unique_key: Key | None = Field(default=None, description="Explicit unique key (needs unique_for).")
     idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
-    timeout: Annotated[Number | None, Field(gt=0, allow_inf_nan=False)] = Field(
-        default=None, description="Seconds a handler may run."
-    )
+    timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
 
 
 class BatchIn(BaseModel):
@@ -200,13 +203,13 @@ class QueuesOut(BaseModel):
 
 
 class RequeueIn(BaseModel):
-    """Which dead jobs to requeue: ``ids``, or every dead job of ``queue``, or ``all``."""
+    """Which dead jobs to requeue: ``ids``, or every dead job of ``queue``; ``{}`` requeues
+    every dead job (``Client.requeue_dead()``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    ids: list[str] | None = Field(default=None, max_length=10_000)
-    queue: QueueName | None = None
-    all: bool = Field(default=False, description="Every dead job of every queue (when no ids nor queue).")
+    ids: list[str] | None = Field(default=None, max_length=10_000, description="Only these jobs.")
+    queue: QueueName | None = Field(default=None, description="Only this queue's dead jobs.")
 
 
 class CountOut(BaseModel):

@@ -293,11 +293,11 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("#requeue-all").addEventListener("click", () => {
     if (deadQueue) requeue({ queue: deadQueue }, `Requeue every dead job of queue ${deadQueue}?`);
-    else requeue({ all: true }, "Requeue every dead job of every queue?");
+    else requeue({}, "Requeue every dead job of every queue?");
   });
   $("#purge-all").addEventListener("click", () => {
     if (deadQueue) purge({ queue: deadQueue }, `Delete every dead job of queue ${deadQueue} for good?`);
-    else purge({ all: "true" }, "Delete every dead job of every queue for good?");
+    else purge({}, "Delete every dead job of every queue for good?");
   });
   $("#job-requeue").addEventListener("click", () => requeue({ ids: [$("#job-id").textContent] }, "Requeue this job?"));
   $("#job-cancel").addEventListener("click", async () => {
