@@ -21,7 +21,7 @@ WRITES = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path", "body"), WRITES)
+@pytest.mark.parametrize("write", WRITES, ids=[f"{m} {p}" for m, p, _ in WRITES])
 @pytest.mark.parametrize(
     "headers",
     [
@@ -33,8 +33,9 @@ WRITES = [
     ids=["missing", "wrong", "not-bearer", "empty"],
 )
 async def test_no_valid_token_is_401_and_writes_nothing(
-    anon: httpx.AsyncClient, broker: FullBroker, method: str, path: str, body: object, headers: dict[str, str]
+    anon: httpx.AsyncClient, broker: FullBroker, write: tuple[str, str, object], headers: dict[str, str]
 ) -> None:
+    method, path, body = write
     dead = await make_dead(broker)
     before = await stored(broker)
     response = await anon.request(method, path, json=body, headers=headers)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
-from pqueue.broker import FullBroker
 from prometheus_client import CollectorRegistry
 
 from pqueue import AsyncClient
+from pqueue.broker import FullBroker
 from pqueue.ids import new_id
 from pqueue.spec import build_spec
 from pqueue.web import WebSettings, create_app

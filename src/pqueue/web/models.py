@@ -3,9 +3,9 @@
 The enqueue rules themselves (names, ranges, payload size) live once, in
 :mod:`pqueue.spec`, which checks every job; the models check JSON types and describe each
 rule in the schema with the pattern or bound :mod:`pqueue.spec` uses (``_doc_pattern``
-derives the JSON-Schema form of its regexes, ``MAX_COUNT`` is its own constant). Numbers are JSON numbers only: a string or a boolean
-where a number is expected is refused rather than converted, so the API accepts exactly
-what its schema says.
+derives the JSON-Schema form of its regexes, ``MAX_COUNT`` is its own constant).
+Numbers are JSON numbers only: a string or a boolean where a number is expected is
+refused rather than converted, so the API accepts exactly what its schema says.
 
 Answers are built by the model objects' own ``to_dict()`` (``Job``, ``Stats``,
 ``WorkerInfo``); the ``*Out`` models here describe those shapes for the document and for
