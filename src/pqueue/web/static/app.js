@@ -143,7 +143,11 @@ async function poll(load) {
 }
 
 async function loadQueues() {
-  const { queues } = await api("GET", "queues");
+  const [{ queues }, { workers }] = await Promise.all([api("GET", "queues"), api("GET", "workers")]);
+  const names = workers.map((w) => `${w.id} (${w.host}, pid ${w.pid}, ${w.queues.join("/")})`);
+  $("#live-workers").textContent = workers.length
+    ? `${workers.length} live worker${workers.length === 1 ? "" : "s"}: ${names.join("; ")}`
+    : "No live workers.";
   const now = Date.now();
   const body = $("#queues tbody");
   body.replaceChildren();
@@ -178,6 +182,12 @@ function sparkline(points, now) {
   svg.setAttribute("height", height);
   svg.setAttribute("role", "img");
   svg.setAttribute("aria-label", `peak ${top.toFixed(2)} jobs/s`);
+  const base = document.createElementNS(ns, "line");
+  base.setAttribute("x1", 0);
+  base.setAttribute("x2", width);
+  base.setAttribute("y1", height - 1);
+  base.setAttribute("y2", height - 1);
+  svg.append(base);
   const line = document.createElementNS(ns, "polyline");
   line.setAttribute("points", xy.join(" "));
   svg.append(line);
