@@ -44,6 +44,13 @@ URLS = {
 JOB = {"type": "bench.noop", "payload": {"user": 42, "action": "welcome"}, "queue": "bench"}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc), to tell the server's own
+    cost per request apart from the machine's contention."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -190,7 +197,9 @@ async def batch(port: int, duration: int, clients: int, size: int) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=sorted(URLS), default="redis")
     parser.add_argument("--duration", type=int, default=10, help="seconds per scenario")
     parser.add_argument("--connections", type=int, default=32, help="keep-alive connections, single")
@@ -203,15 +212,26 @@ def main() -> None:
     dsn = namespace_dsn(args.backend, namespace)
     port = free_port()
     process = serve(dsn, port)
-    result: dict[str, Any] = {"backend": args.backend, "python": platform.python_version(), "cpus": os.cpu_count()}
+    result: dict[str, Any] = {
+        "backend": args.backend,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
     try:
         if args.only in (None, "single"):
+            cpu = cpu_seconds(process.pid)
             if shutil.which("wrk"):
                 result["single"] = single_wrk(port, args.duration, args.connections)
             else:
                 result["single"] = asyncio.run(single_python(port, args.duration, args.connections))
+            single = result["single"]
+            requests = single["requests_per_s"] * args.duration
+            single["server_cpu_ms"] = (cpu_seconds(process.pid) - cpu) * 1000 / max(requests, 1)
         if args.only in (None, "batch"):
+            cpu = cpu_seconds(process.pid)
             result["batch"] = asyncio.run(batch(port, args.duration, args.batch_clients, args.batch_size))
+            jobs = result["batch"]["jobs_per_s"] * args.duration
+            result["batch"]["server_cpu_us_per_job"] = (cpu_seconds(process.pid) - cpu) * 1e6 / max(jobs, 1)
     finally:
         process.terminate()
         process.wait(30)
@@ -223,11 +243,14 @@ def main() -> None:
         s = result["single"]
         print(f"{args.backend} POST /jobs ({s['tool']}, {args.connections} connections): "
               f"{s['requests_per_s']:,.0f} req/s, p50 {s['p50_ms']:.2f} ms, p99 {s['p99_ms']:.2f} ms, "
-              f"{s['errors']} errors")  # fmt: skip
+              f"{s['errors']} errors; server CPU {s['server_cpu_ms']:.3f} ms/request "
+              f"(one free core: {1000 / s['server_cpu_ms']:,.0f} req/s)")  # fmt: skip
     if "batch" in result:
         b = result["batch"]
         print(f"{args.backend} POST /jobs/batch ({args.batch_clients} clients x {b['batch_size']} jobs): "
-              f"{b['jobs_per_s']:,.0f} jobs/s, p50 {b['p50_ms']:.0f} ms per batch")  # fmt: skip
+              f"{b['jobs_per_s']:,.0f} jobs/s, p50 {b['p50_ms']:.0f} ms per batch; server CPU "
+              f"{b['server_cpu_us_per_job']:.1f} us/job (one free core: "
+              f"{1e6 / b['server_cpu_us_per_job']:,.0f} jobs/s)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -177,3 +177,23 @@ async def test_probes_metrics_session_and_dashboard(
     assert schema["paths"]["/jobs"]["post"]["security"] == [{"bearer": []}]
     assert "security" not in schema["paths"]["/healthz"]["get"]
     assert (await api.get("/docs")).status_code == 200
+
+
+async def test_batch_of_one_type_and_options_matches_enqueue_semantics(
+    api: httpx.AsyncClient, broker: FullBroker
+) -> None:
+    """A batch whose jobs share type and options goes through Client.enqueue_map: the same
+    answers as job-by-job enqueue, derived unique keys included."""
+    jobs = [
+        {"type": "push.send", "payload": p, "queue": "push", "unique_for": 60, "max_retries": 1}
+        for p in (1, 1, 2)
+    ]
+    answers = (await api.post("/jobs/batch", json={"jobs": jobs})).json()["jobs"]
+    assert [a["created"] for a in answers] == [True, False, True]
+    assert answers[1]["id"] == answers[0]["id"]
+    job = await broker.get_job(answers[2]["id"])
+    assert (job.queue, job.payload, job.max_retries) == ("push", 2, 1)
+    single = await api.post(
+        "/jobs", json={"type": "push.send", "payload": 2, "queue": "push", "unique_for": 60}
+    )
+    assert single.status_code == 200 and single.json()["id"] == answers[2]["id"]

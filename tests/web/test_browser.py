@@ -32,11 +32,15 @@ async def seed(dsn: str) -> str:
     broker = pqueue.connect(dsn)
     await broker.open()
     try:
-        await broker.enqueue([build_spec("email.send", {"to": "bounce@example.com"}, queue="emails", max_retries=0)])
+        await broker.enqueue(
+            [build_spec("email.send", {"to": "bounce@example.com"}, queue="emails", max_retries=0)]
+        )
         [lease] = await broker.claim(["emails"], worker_id="seed", limit=1, lease_for=60)
         error = ErrorInfo("SMTPRecipientRefused", "550 mailbox unavailable", attempt=1)
         assert await broker.fail(lease, error, retry_in=None)
-        await broker.enqueue([build_spec("email.send", {"to": f"user{i}@example.com"}, queue="emails") for i in range(3)])
+        await broker.enqueue(
+            [build_spec("email.send", {"to": f"user{i}@example.com"}, queue="emails") for i in range(3)]
+        )
         await broker.enqueue([build_spec("report.build", {"month": m}, queue="reports") for m in (10, 11)])
         await broker.enqueue([build_spec("report.build", {"month": 12}, queue="reports", delay=3600)])
         info = WorkerInfo("worker-1", socket.gethostname(), os.getpid(), ("emails", "reports"), 10, 0.0)
@@ -74,7 +78,10 @@ def test_dashboard_signs_in_shows_counts_and_requeues_a_dead_job(redis_dsn: str)
 
             page.get_by_label("token").fill(ADMIN)
             page.get_by_role("button", name="Sign in").click()
-            emails, reports = page.locator('tr[data-queue="emails"]'), page.locator('tr[data-queue="reports"]')
+            emails, reports = (
+                page.locator('tr[data-queue="emails"]'),
+                page.locator('tr[data-queue="reports"]'),
+            )
             expect(emails.locator('[data-status="pending"]')).to_have_text("3")
             expect(emails.locator('[data-status="dead"]')).to_have_text("1")
             expect(reports.locator('[data-status="pending"]')).to_have_text("2")

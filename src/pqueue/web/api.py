@@ -66,6 +66,38 @@ def to_task(job: JobIn) -> Task:
     )
 
 
+def shared_options(jobs: list[JobIn]) -> dict[str, Any] | None:
+    """The options every job of a batch shares, when they share all but the payload and
+    carry no per-job key; None otherwise.
+
+    Such a batch is exactly ``Client.enqueue_map(type, payloads, **options)``, which checks
+    the options once instead of once per job (about a third of the cost of a job).
+    """
+    first = jobs[0]
+    key = (
+        first.type,
+        first.queue,
+        first.delay,
+        first.run_at,
+        first.max_retries,
+        first.timeout,
+        first.unique_for,
+    )
+    for job in jobs:
+        if job.unique_key is not None or job.idempotency_key is not None:
+            return None
+        if (job.type, job.queue, job.delay, job.run_at, job.max_retries, job.timeout, job.unique_for) != key:
+            return None
+    return {
+        "queue": first.queue,
+        "delay": first.delay,
+        "run_at": first.run_at,
+        "max_retries": first.max_retries,
+        "timeout": first.timeout,
+        "unique_for": first.unique_for,
+    }
+
+
 def bad_item(tasks: list[Task]) -> InvalidJob | None:
     """The first invalid task's error, prefixed with its index (``jobs[3]: invalid queue name ...``)."""
     for index, task in enumerate(tasks):
@@ -111,18 +143,22 @@ def _enqueue_routes(router: APIRouter, client: AsyncClient, settings: WebSetting
         status = JobStatus.SCHEDULED if due > now else JobStatus.PENDING
         return _enqueued(201, result.id, task.queue or DEFAULT_QUEUE, status, due, created=True)
 
-    @router.post("/jobs/batch", response_model=BatchOut, summary="Enqueue many jobs at once", tags=["jobs"])
-    async def enqueue_batch(batch: BatchIn) -> dict[str, Any]:
-        if len(batch.jobs) > settings.max_batch:
-            raise InvalidRequest(
-                f"jobs: {len(batch.jobs)} jobs; one batch holds at most {settings.max_batch}"
-            )
-        tasks = [to_task(job) for job in batch.jobs]
+    @router.post(
+        "/jobs/batch", response_model=BatchOut, summary="Enqueue many jobs in one round trip", tags=["jobs"]
+    )
+    async def enqueue_batch(batch: BatchIn) -> JSONResponse:
+        jobs = batch.jobs
+        if len(jobs) > settings.max_batch:
+            raise InvalidRequest(f"jobs: {len(jobs)} jobs; one batch holds at most {settings.max_batch}")
         try:
-            results = await client.enqueue_many(tasks)
+            shared = shared_options(jobs)
+            if shared is not None:  # one type, one set of options: Client.enqueue_map's bulk path
+                results = await client.enqueue_map(jobs[0].type, [job.payload for job in jobs], **shared)
+            else:
+                results = await client.enqueue_many([to_task(job) for job in jobs])
         except InvalidJob as exc:
-            raise bad_item(tasks) or exc from None
-        return {"jobs": [{"id": r.id, "created": r.created} for r in results]}
+            raise bad_item([to_task(job) for job in jobs]) or exc from None
+        return JSONResponse({"jobs": [{"id": r.id, "created": r.created} for r in results]})
 
 
 def _job_routes(router: APIRouter, client: AsyncClient) -> None:
