@@ -197,3 +197,24 @@ async def test_batch_of_one_type_and_options_matches_enqueue_semantics(
         "/jobs", json={"type": "push.send", "payload": 2, "queue": "push", "unique_for": 60}
     )
     assert single.status_code == 200 and single.json()["id"] == answers[2]["id"]
+
+
+async def test_post_job_answers_alike_on_the_fast_path_and_the_route(
+    api: httpx.AsyncClient, broker: FullBroker
+) -> None:
+    """application/json takes pqueue.web.fast; another JSON type goes through FastAPI's
+    route; both answer with the same function."""
+    body = b'{"type": "a.b", "payload": {"k": 1}, "queue": "twice", "delay": 60}'
+    fast = await api.post("/jobs", content=body, headers={"Content-Type": "application/json"})
+    routed = await api.post("/jobs", content=body, headers={"Content-Type": "application/vnd.pqueue+json"})
+    assert fast.status_code == routed.status_code == 201
+    assert {k: v for k, v in fast.json().items() if k not in ("id", "run_at")} == {
+        k: v for k, v in routed.json().items() if k not in ("id", "run_at")
+    }
+    bad = b'{"type": "a.b", "queue": 7}'
+    for content_type in ("application/json", "application/vnd.pqueue+json"):
+        answer = await api.post("/jobs", content=bad, headers={"Content-Type": content_type})
+        assert answer.status_code == 422 and answer.json()["detail"].startswith("queue:")
+    plain = await api.post("/jobs", content=body, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 422 and "JSON object" in plain.json()["detail"]
+    assert await stored(broker) == {"twice": {"scheduled": 2}}

@@ -108,6 +108,24 @@ def bad_item(tasks: list[Task]) -> InvalidJob | None:
     return None
 
 
+async def enqueue_one(client: AsyncClient, job: JobIn) -> JSONResponse:
+    """``POST /jobs``: the answer for one validated request body (used by the route and by
+    :class:`pqueue.web.fast.FastEnqueue`)."""
+    task = to_task(job)
+    if client.router is not None and (handler := client.router.get(task.type)) is not None:
+        task = handler.defaults(task)
+    now = time.time()
+    result = await client.enqueue_task(task)
+    if not result.created:
+        stored = await client.get_job(result.id)
+        return _enqueued(
+            200, result.id, stored.queue, stored.status, stored.run_at.timestamp(), created=False
+        )
+    due = task.run_at.timestamp() if task.run_at is not None else now + (job.delay or 0.0)
+    status = JobStatus.SCHEDULED if due > now else JobStatus.PENDING
+    return _enqueued(201, result.id, task.queue or DEFAULT_QUEUE, status, due, created=True)
+
+
 def build_router(client: AsyncClient, settings: WebSettings) -> APIRouter:
     """The API routes over ``client``."""
     router = APIRouter()
@@ -129,19 +147,7 @@ def _enqueue_routes(router: APIRouter, client: AsyncClient, settings: WebSetting
         tags=["jobs"],
     )
     async def enqueue(job: JobIn) -> JSONResponse:
-        task = to_task(job)
-        if client.router is not None and (handler := client.router.get(task.type)) is not None:
-            task = handler.defaults(task)
-        now = time.time()
-        result = await client.enqueue_task(task)
-        if not result.created:
-            stored = await client.get_job(result.id)
-            return _enqueued(
-                200, result.id, stored.queue, stored.status, stored.run_at.timestamp(), created=False
-            )
-        due = task.run_at.timestamp() if task.run_at is not None else now + (job.delay or 0.0)
-        status = JobStatus.SCHEDULED if due > now else JobStatus.PENDING
-        return _enqueued(201, result.id, task.queue or DEFAULT_QUEUE, status, due, created=True)
+        return await enqueue_one(client, job)
 
     @router.post(
         "/jobs/batch", response_model=BatchOut, summary="Enqueue many jobs in one round trip", tags=["jobs"]

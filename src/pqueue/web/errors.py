@@ -71,18 +71,26 @@ def install(app: FastAPI) -> None:
 
 
 async def _pqueue_error(request: Request, exc: PQueueError) -> Response:
+    response = pqueue_response(exc, f"{request.method} {request.url.path}")
+    return response if response is not None else await _unexpected(request, exc)
+
+
+def pqueue_response(exc: PQueueError, where: str) -> Response | None:
+    """The answer to a pqueue error (None for one that is a bug, not the caller's doing)."""
     for kind, status, code in _STATUS:
         if isinstance(exc, kind):
             if status >= 500:
-                log.warning(
-                    "%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, scrub(str(exc))
-                )
+                log.warning("%s: %s: %s", where, type(exc).__name__, scrub(str(exc)))
             return error_body(status, code, str(exc))
-    return await _unexpected(request, exc)
+    return None
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
-    problems: list[Any] = list(exc.errors())
+    return validation_response(list(exc.errors()))
+
+
+def validation_response(problems: Sequence[Any]) -> Response:
+    """400 for malformed JSON, else 422 naming each field (the first five) and what is wrong."""
     if any(p.get("type") == "json_invalid" for p in problems):
         return error_body(400, "malformed_json", "the body is not valid JSON: " + _describe(problems[0]))
     return error_body(422, "invalid_request", "; ".join(_describe(p) for p in problems[:5]))
