@@ -58,7 +58,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(dsn: str, env: dict[str, str]) -> Iterator[str]:
+def serving(dsn: str, env: dict[str, str], *, ready_path: str = "readyz") -> Iterator[str]:
     """``pqueue serve`` on a free loopback port until the block ends; yields its base URL."""
     port = free_port()
     command = [sys.executable, "-m", "pqueue", "serve", "--dsn", dsn, "--port", str(port)]
@@ -70,7 +70,7 @@ def serving(dsn: str, env: dict[str, str]) -> Iterator[str]:
             if process.poll() is not None:
                 pytest.fail(f"pqueue serve exited with {process.returncode}")
             try:
-                if httpx.get(url + "readyz", timeout=1).status_code == 200:
+                if httpx.get(url + ready_path, timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

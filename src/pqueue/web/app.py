@@ -7,6 +7,7 @@ and the dashboard's login work.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -30,6 +31,8 @@ from pqueue.web.models import ErrorOut, HealthOut
 from pqueue.web.settings import WebSettings
 
 STATIC = Path(__file__).parent / "static"
+READY_TIMEOUT = 3.0
+"""Seconds ``/readyz`` waits for the broker: a probe must answer before its own timeout."""
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "Malformed JSON."},
@@ -114,7 +117,12 @@ def _probes_and_metrics(app: FastAPI, client: AsyncClient, page: MetricsPage) ->
     @app.get("/readyz", response_model=HealthOut, tags=["probes"], summary="Readiness: the broker answers")
     async def readyz() -> Response:
         try:
-            checked = await client.health()
+            async with asyncio.timeout(READY_TIMEOUT):
+                checked = await client.health()
+        except TimeoutError:
+            return errors.error_body(
+                503, "not_ready", f"the broker did not answer within {READY_TIMEOUT:g} s"
+            )
         except Exception as exc:  # noqa: BLE001 - not ready is an answer, whatever the cause
             return errors.error_body(503, "not_ready", f"{type(exc).__name__}: {exc}")
         return JSONResponse({"status": "ok", "checked": checked})
