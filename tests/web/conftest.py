@@ -64,25 +64,27 @@ def app(app_client: AsyncClient, settings: WebSettings, registry: CollectorRegis
     return create_app(app_client, settings=settings, registry=registry)
 
 
+def http_client(app: Any, token: str | None = None) -> httpx.AsyncClient:
+    """An httpx client calling ``app`` in process, sending ``token`` when given."""
+    headers = bearer(token) if token else {}
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE, headers=headers)
+
+
 @pytest_asyncio.fixture
 async def anon(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
+    async with http_client(app) as http:
         yield http
 
 
 @pytest_asyncio.fixture
 async def api(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url=BASE, headers=bearer(ADMIN)
-    ) as http:
+    async with http_client(app, ADMIN) as http:
         yield http
 
 
 @pytest_asyncio.fixture
 async def reader(app: Any) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url=BASE, headers=bearer(READER)
-    ) as http:
+    async with http_client(app, READER) as http:
         yield http
 
 

@@ -12,6 +12,8 @@ import asyncio
 import os
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +24,9 @@ from pqueue.spec import build_spec
 from tests.conftest import service_url
 from tests.web.browser import CHROMIUM_FLAGS, chromium_path, serving
 from tests.web.conftest import ADMIN, READER
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis]
 
@@ -59,73 +64,73 @@ def redis_dsn(namespace: str) -> Iterator[str]:
     asyncio.run(backend.cleanup(url, namespace))
 
 
-def test_dashboard_signs_in_shows_counts_and_requeues_a_dead_job(redis_dsn: str) -> None:
+@contextmanager
+def dashboard(redis_dsn: str) -> Iterator[tuple[Page, str, str]]:
+    """A page in headless chromium, the served dashboard's URL, and the seeded dead job's id."""
     executable = chromium_path()
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     dead_id = asyncio.run(seed(redis_dsn))
     env = {"PQUEUE_API_TOKEN": ADMIN, "PQUEUE_API_READ_TOKEN": READER, "PQUEUE_LOG_LEVEL": "WARNING"}
     with serving(redis_dsn, env) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 640})
-            page.goto(url)
-
-            page.get_by_label("token").fill("not-the-token-0123456789")
-            page.get_by_role("button", name="Sign in").click()
-            expect(page.locator("#login-error")).to_have_text("Wrong token.")
-            expect(page.locator("#nav")).to_be_hidden()
-
-            page.get_by_label("token").fill(ADMIN)
-            page.get_by_role("button", name="Sign in").click()
-            emails, reports = (
-                page.locator('tr[data-queue="emails"]'),
-                page.locator('tr[data-queue="reports"]'),
-            )
-            expect(emails.locator('[data-status="pending"]')).to_have_text("3")
-            expect(emails.locator('[data-status="dead"]')).to_have_text("1")
-            expect(reports.locator('[data-status="pending"]')).to_have_text("2")
-            expect(reports.locator('[data-status="scheduled"]')).to_have_text("1")
-            if shot := os.environ.get("PQUEUE_DASHBOARD_SHOT"):
-                page.wait_for_timeout(2500)  # two polls: the throughput line has points
-                page.screenshot(path=shot, full_page=True)
-
-            page.get_by_role("link", name="Dead jobs").click()
-            row = page.locator(f'tr[data-job="{dead_id}"]')
-            expect(row).to_contain_text("SMTPRecipientRefused: 550 mailbox unavailable")
-            row.get_by_role("link", name=dead_id).click()
-            expect(page.locator("#job-status")).to_have_text("dead")
-
-            page.locator("#job-requeue").click()
-            expect(page.locator("#confirm-text")).to_have_text("Requeue this job?")
-            page.get_by_role("button", name="Confirm").click()
-            expect(page.locator("#job-status")).to_have_text("pending")
-            expect(page.locator("#message")).to_have_text("Requeued 1 job.")
-
-            page.get_by_role("link", name="Queues").click()
-            expect(emails.locator('[data-status="pending"]')).to_have_text("4")
-            expect(emails.locator('[data-status="dead"]')).to_have_text("0")
+            yield browser.new_page(viewport={"width": 1280, "height": 640}), url, dead_id
         finally:
             browser.close()
+
+
+def test_dashboard_signs_in_shows_counts_and_requeues_a_dead_job(redis_dsn: str) -> None:
+    with dashboard(redis_dsn) as (page, url, dead_id):
+        from playwright.sync_api import expect
+
+        page.goto(url)
+
+        page.get_by_label("token").fill("not-the-token-0123456789")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#login-error")).to_have_text("Wrong token.")
+        expect(page.locator("#nav")).to_be_hidden()
+
+        page.get_by_label("token").fill(ADMIN)
+        page.get_by_role("button", name="Sign in").click()
+        emails, reports = (
+            page.locator('tr[data-queue="emails"]'),
+            page.locator('tr[data-queue="reports"]'),
+        )
+        expect(emails.locator('[data-status="pending"]')).to_have_text("3")
+        expect(emails.locator('[data-status="dead"]')).to_have_text("1")
+        expect(reports.locator('[data-status="pending"]')).to_have_text("2")
+        expect(reports.locator('[data-status="scheduled"]')).to_have_text("1")
+        if shot := os.environ.get("PQUEUE_DASHBOARD_SHOT"):
+            page.wait_for_timeout(2500)  # two polls: the throughput line has points
+            page.screenshot(path=shot, full_page=True)
+
+        page.get_by_role("link", name="Dead jobs").click()
+        row = page.locator(f'tr[data-job="{dead_id}"]')
+        expect(row).to_contain_text("SMTPRecipientRefused: 550 mailbox unavailable")
+        row.get_by_role("link", name=dead_id).click()
+        expect(page.locator("#job-status")).to_have_text("dead")
+
+        page.locator("#job-requeue").click()
+        expect(page.locator("#confirm-text")).to_have_text("Requeue this job?")
+        page.get_by_role("button", name="Confirm").click()
+        expect(page.locator("#job-status")).to_have_text("pending")
+        expect(page.locator("#message")).to_have_text("Requeued 1 job.")
+
+        page.get_by_role("link", name="Queues").click()
+        expect(emails.locator('[data-status="pending"]')).to_have_text("4")
+        expect(emails.locator('[data-status="dead"]')).to_have_text("0")
 
 
 def test_read_only_token_sees_no_admin_actions(redis_dsn: str) -> None:
-    executable = chromium_path()
-    from playwright.sync_api import expect, sync_playwright
+    with dashboard(redis_dsn) as (page, url, dead_id):
+        from playwright.sync_api import expect
 
-    dead_id = asyncio.run(seed(redis_dsn))
-    env = {"PQUEUE_API_TOKEN": ADMIN, "PQUEUE_API_READ_TOKEN": READER, "PQUEUE_LOG_LEVEL": "WARNING"}
-    with serving(redis_dsn, env) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page()
-            page.goto(url)
-            page.get_by_label("token").fill(READER)
-            page.get_by_role("button", name="Sign in").click()
-            expect(page.locator("#role")).to_have_text("read-only")
-            expect(page.get_by_role("link", name="Enqueue")).to_be_hidden()
-            page.goto(f"{url}#job/{dead_id}")
-            expect(page.locator("#job-status")).to_have_text("dead")
-            expect(page.locator("#job-requeue")).to_be_hidden()
-        finally:
-            browser.close()
+        page.goto(url)
+        page.get_by_label("token").fill(READER)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#role")).to_have_text("read-only")
+        expect(page.get_by_role("link", name="Enqueue")).to_be_hidden()
+        page.goto(f"{url}#job/{dead_id}")
+        expect(page.locator("#job-status")).to_have_text("dead")
+        expect(page.locator("#job-requeue")).to_be_hidden()
