@@ -162,6 +162,7 @@ async def test_probes_metrics_session_and_dashboard(
     assert (await reader.get("/session")).json() == {"role": "read"}
     page = await api.get("/")
     assert page.status_code == 200 and "<title>pqueue</title>" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
     assert (await api.get("/static/app.js")).status_code == 200
     schema = (await api.get("/openapi.json")).json()
     assert {
