@@ -37,7 +37,7 @@ from pqueue.web.models import (
     SessionOut,
     StatsOut,
     WorkersOut,
-    _doc_pattern,
+    doc_pattern,
 )
 from pqueue.web.settings import WebSettings
 
@@ -46,7 +46,7 @@ MAX_PAGE = 500
 
 QueueQuery = Annotated[
     str | None,
-    Query(description="Only this queue.", json_schema_extra={"pattern": _doc_pattern(QUEUE_NAME_RE)}),
+    Query(description="Only this queue.", json_schema_extra={"pattern": doc_pattern(QUEUE_NAME_RE)}),
 ]
 
 
@@ -104,7 +104,7 @@ def bad_item(tasks: list[Task]) -> InvalidJob | None:
         try:
             task.to_spec()
         except InvalidJob as exc:
-            return type(exc)(f"jobs[{index}]: {exc}")
+            return InvalidJob(f"jobs[{index}]: {exc}")
     return None
 
 
@@ -185,9 +185,7 @@ def _job_routes(router: APIRouter, client: AsyncClient) -> None:
         queue: QueueQuery = None,
         type: Annotated[
             str | None,
-            Query(
-                description="Only this job type.", json_schema_extra={"pattern": _doc_pattern(JOB_TYPE_RE)}
-            ),
+            Query(description="Only this job type.", json_schema_extra={"pattern": doc_pattern(JOB_TYPE_RE)}),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
         cursor: Annotated[

@@ -2,7 +2,7 @@
 
 The enqueue rules themselves (names, ranges, payload size) live once, in
 :mod:`pqueue.spec`, which checks every job; the models check JSON types and describe each
-rule in the schema with the pattern or bound :mod:`pqueue.spec` uses (``_doc_pattern``
+rule in the schema with the pattern or bound :mod:`pqueue.spec` uses (``doc_pattern``
 derives the JSON-Schema form of its regexes, ``MAX_COUNT`` is its own constant).
 Numbers are JSON numbers only: a string or a boolean where a number is expected is
 refused rather than converted, so the API accepts exactly what its schema says.
@@ -24,7 +24,7 @@ from pqueue.job import JobStatus
 from pqueue.spec import JOB_TYPE_RE, KEY_RE, MAX_COUNT, MAX_SECONDS, QUEUE_NAME_RE
 
 
-def _doc_pattern(regex: re.Pattern[str]) -> str:
+def doc_pattern(regex: re.Pattern[str]) -> str:
     """A Python regex of :mod:`pqueue.spec` as an ECMA (JSON Schema) pattern."""
     return regex.pattern.replace("\\Z", "$")
 
@@ -50,9 +50,9 @@ PositiveSeconds = Annotated[
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT), BeforeValidator(_json_number)]
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_json_text)]
 
-QueueName = Annotated[str, Field(json_schema_extra={"pattern": _doc_pattern(QUEUE_NAME_RE)})]
-JobType = Annotated[str, Field(json_schema_extra={"pattern": _doc_pattern(JOB_TYPE_RE)})]
-Key = Annotated[str, Field(json_schema_extra={"pattern": _doc_pattern(KEY_RE)})]
+QueueName = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(QUEUE_NAME_RE)})]
+JobType = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(JOB_TYPE_RE)})]
+Key = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(KEY_RE)})]
 
 
 class JobIn(BaseModel):
