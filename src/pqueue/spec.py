@@ -27,6 +27,9 @@ DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_META_ENTRIES = 32
 MAX_COUNT = 10_000
 """Upper bound for max_retries and max_recoveries (storage uses 32-bit integers)."""
+MAX_SECONDS = 100 * 365 * 86400.0
+"""Upper bound for delay, timeout and unique_for: 100 years. A due time must stay a date
+every backend and ``datetime`` can hold, or the job could never be listed again."""
 
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 """Queue names: letters, digits, ``_ . -``; no ``{ } :`` so Redis keys stay well-formed."""
@@ -120,8 +123,9 @@ def _seconds(name: str, value: float | timedelta | None, *, allow_zero: bool) ->
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
         raise InvalidOption(f"{name} must be a number of seconds or a timedelta, got {value!r}")
-    if seconds < 0 or (seconds == 0 and not allow_zero):
-        raise InvalidOption(f"{name} must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+    if seconds < 0 or (seconds == 0 and not allow_zero) or seconds > MAX_SECONDS:
+        least = ">= 0" if allow_zero else "> 0"
+        raise InvalidOption(f"{name} must be {least} and at most {MAX_SECONDS:.0f} seconds, got {value!r}")
     return float(seconds)
 
 

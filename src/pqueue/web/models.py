@@ -1,0 +1,225 @@
+"""Request and response bodies, as pydantic models: they are the OpenAPI document.
+
+The enqueue rules themselves (names, ranges, payload size) live once, in
+:mod:`pqueue.spec`, which checks every job; the models check JSON types and describe each
+rule in the schema with the pattern or bound :mod:`pqueue.spec` uses (``doc_pattern``
+derives the JSON-Schema form of its regexes, ``MAX_COUNT`` is its own constant).
+Numbers are JSON numbers only: a string or a boolean where a number is expected is
+refused rather than converted, so the API accepts exactly what its schema says.
+
+Answers are built by the model objects' own ``to_dict()`` (``Job``, ``Stats``,
+``WorkerInfo``); the ``*Out`` models here describe those shapes for the document and for
+the schema tests, which check every answer against them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+
+from pqueue.job import JobStatus
+from pqueue.spec import JOB_TYPE_RE, KEY_RE, MAX_COUNT, MAX_SECONDS, QUEUE_NAME_RE
+
+
+def doc_pattern(regex: re.Pattern[str]) -> str:
+    """A Python regex of :mod:`pqueue.spec` as an ECMA (JSON Schema) pattern."""
+    return regex.pattern.replace("\\Z", "$")
+
+
+def _json_number(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+def _json_text(value: object) -> object:
+    if not isinstance(value, str):
+        raise ValueError("must be a JSON string")
+    return value
+
+
+# The bound comes before the validator so pydantic writes it into the schema as JSON
+# Schema's minimum / exclusiveMinimum / maximum.
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False), BeforeValidator(_json_number)]
+PositiveSeconds = Annotated[
+    float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False), BeforeValidator(_json_number)
+]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT), BeforeValidator(_json_number)]
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_json_text)]
+
+QueueName = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(QUEUE_NAME_RE)})]
+JobType = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(JOB_TYPE_RE)})]
+Key = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(KEY_RE)})]
+
+
+class JobIn(BaseModel):
+    """One job to enqueue; the options of ``Client.enqueue``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            # unique_key needs unique_for; delay and run_at exclude each other (pqueue.spec).
+            "if": {"properties": {"unique_key": {"type": "string"}}, "required": ["unique_key"]},
+            "then": {"properties": {"unique_for": {"type": "number"}}, "required": ["unique_for"]},
+            "not": {
+                "properties": {"delay": {"type": "number"}, "run_at": {"type": "string"}},
+                "required": ["delay", "run_at"],
+            },
+            "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "queue": "default"}],
+        },
+    )
+
+    type: JobType = Field(description="The job type a worker's router handles.")
+    payload: Any = Field(default=None, description="Any JSON value (at most 1 MiB encoded, by default).")
+    queue: QueueName | None = Field(default=None, description="Queue name; default 'default'.")
+    delay: Seconds | None = Field(default=None, description="Seconds to wait before the job is due.")
+    run_at: Timestamp | None = Field(default=None, description="When the job is due (RFC 3339 with offset).")
+    max_retries: Count | None = Field(default=None, description="Retries after the first attempt; default 3.")
+    unique_for: PositiveSeconds | None = Field(
+        default=None, description="Seconds a unique key is held (derived from type, queue, payload if none)."
+    )
+    unique_key: Key | None = Field(default=None, description="Explicit unique key (needs unique_for).")
+    idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
+    timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
+
+
+class BatchIn(BaseModel):
+    """Many jobs, enqueued together in one broker round trip or not at all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[JobIn] = Field(min_length=1, description="The jobs, at most the configured batch size.")
+
+
+class EnqueuedOut(BaseModel):
+    """The answer to ``POST /jobs``."""
+
+    id: str
+    queue: str
+    status: JobStatus
+    run_at: datetime = Field(description="When the job is due (the API server's estimate for a new job).")
+    created: bool = Field(description="False when a unique key or idempotency matched an existing job.")
+
+
+class BatchItemOut(BaseModel):
+    id: str
+    created: bool
+
+
+class BatchOut(BaseModel):
+    """The answer to ``POST /jobs/batch``, in request order."""
+
+    jobs: list[BatchItemOut]
+
+
+class ErrorOut(BaseModel):
+    """Every error answer."""
+
+    error: str = Field(description="A stable code: unauthorized, forbidden, too_large, invalid_job, ...")
+    detail: str = Field(description="What was wrong, for people.")
+
+
+class ErrorRecordOut(BaseModel):
+    kind: str
+    message: str
+    traceback: str
+    attempt: int
+    at: datetime | None
+
+
+class JobOut(BaseModel):
+    """A stored job (``Job.to_dict()``)."""
+
+    id: str
+    type: str
+    queue: str
+    status: JobStatus
+    payload: Any
+    attempt: int
+    max_retries: int
+    recoveries: int
+    max_recoveries: int
+    run_at: datetime | None
+    created_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    timeout: float | None
+    unique_key: str | None
+    idempotency_key: str | None
+    meta: dict[str, str]
+    result: Any
+    errors: list[ErrorRecordOut]
+
+
+class JobListOut(BaseModel):
+    jobs: list[JobOut]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last.")
+
+
+class CancelOut(BaseModel):
+    id: str
+    cancelled: bool
+
+
+class WorkerOut(BaseModel):
+    """A live worker (``WorkerInfo.to_dict()``)."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    started_at: datetime | None
+    last_seen: datetime | None
+    meta: dict[str, str]
+
+
+class WorkersOut(BaseModel):
+    workers: list[WorkerOut]
+
+
+class StatsOut(BaseModel):
+    """``Stats.to_dict()``: counts by queue and status, ages and rates in seconds, workers."""
+
+    queues: dict[str, dict[str, int]]
+    totals: dict[str, int]
+    oldest_pending_age: dict[str, float]
+    done_per_second: dict[str, float]
+    workers: list[WorkerOut]
+
+
+class QueueOut(BaseModel):
+    name: str
+    jobs: dict[str, int] = Field(description="Jobs per status.")
+    oldest_pending_age: float | None = Field(description="Seconds the oldest due job has waited.")
+    done_per_second: float = Field(description="Jobs finished per second over the last minute.")
+
+
+class QueuesOut(BaseModel):
+    queues: list[QueueOut]
+
+
+class RequeueIn(BaseModel):
+    """Which dead jobs to requeue: ``ids``, or every dead job of ``queue``; ``{}`` requeues
+    every dead job (``Client.requeue_dead()``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] | None = Field(default=None, max_length=10_000, description="Only these jobs.")
+    queue: QueueName | None = Field(default=None, description="Only this queue's dead jobs.")
+
+
+class CountOut(BaseModel):
+    count: int = Field(description="How many jobs were affected.")
+
+
+class SessionOut(BaseModel):
+    role: str = Field(description="admin or read: what this token may do.")
+
+
+class HealthOut(BaseModel):
+    status: str
+    checked: str | None = None

@@ -1,0 +1,148 @@
+"""Bad requests: a 4xx JSON error naming the problem, and the broker unchanged."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+
+from pqueue import AsyncClient
+from pqueue.broker import FullBroker
+from pqueue.ids import new_id
+from pqueue.spec import build_spec
+from pqueue.web import WebSettings, create_app
+from tests.web.conftest import ADMIN, BASE, READER, assert_error, bearer, make_dead, stored
+
+JOB_LIMIT = 4096
+REQUEST_LIMIT = 64 * 1024
+
+
+@pytest.fixture
+def settings() -> WebSettings:
+    return WebSettings(
+        token=ADMIN, read_token=READER, max_job_bytes=JOB_LIMIT, max_request_bytes=REQUEST_LIMIT, max_batch=20
+    )
+
+
+@pytest.fixture
+async def seeded(broker: FullBroker) -> dict[str, dict[str, int]]:
+    """A dead job and a pending one, so 'unchanged' means something."""
+    await make_dead(broker)
+    await broker.enqueue([build_spec("a.b", queue="keep")])
+    return await stored(broker)
+
+
+async def test_malformed_json_is_400(api: httpx.AsyncClient, broker: FullBroker, seeded: object) -> None:
+    for path in ("/jobs", "/jobs/batch", "/dead/requeue"):
+        response = await api.post(
+            path, content=b'{"type": "a.b",', headers={"Content-Type": "application/json"}
+        )
+        assert_error(response, 400, "not valid JSON")
+    assert await stored(broker) == seeded
+
+
+@pytest.mark.parametrize(
+    ("job", "words"),
+    [
+        ({}, "type"),
+        ({"type": 5}, "type"),
+        ({"type": "a.b", "queue": "bad queue"}, "queue name"),
+        ({"type": "a.b", "queue": "{x}"}, "queue name"),
+        ({"type": "bad type!"}, "job type"),
+        ({"type": "a.b", "delay": "10"}, "delay"),
+        ({"type": "a.b", "delay": True}, "delay"),
+        ({"type": "a.b", "delay": -1}, "delay"),
+        ({"type": "a.b", "delay": 1e300}, "delay"),
+        ({"type": "a.b", "unique_for": 1e300}, "unique_for"),
+        ({"type": "a.b", "max_retries": 1.5}, "max_retries"),
+        ({"type": "a.b", "max_retries": False}, "max_retries"),
+        ({"type": "a.b", "max_retries": 10**6}, "max_retries"),
+        ({"type": "a.b", "timeout": 0}, "timeout"),
+        ({"type": "a.b", "run_at": "2026-01-01T00:00:00"}, "run_at"),
+        ({"type": "a.b", "run_at": 1700000000}, "run_at"),
+        ({"type": "a.b", "delay": 1, "run_at": "2026-01-01T00:00:00Z"}, "delay or run_at"),
+        ({"type": "a.b", "unique_key": "k"}, "unique_for"),
+        ({"type": "a.b", "unique_for": 10, "unique_key": "has space"}, "unique_key"),
+        ({"type": "a.b", "priority": 3}, "priority"),
+    ],
+)
+async def test_bad_job_is_422_naming_the_field(
+    api: httpx.AsyncClient, broker: FullBroker, seeded: object, job: dict[str, object], words: str
+) -> None:
+    assert_error(await api.post("/jobs", json=job), 422, words)
+    body = assert_error(await api.post("/jobs/batch", json={"jobs": [{"type": "ok.job"}, job]}), 422, words)
+    assert "jobs[1]" in body["detail"]
+    assert await stored(broker) == seeded
+
+
+async def test_batch_shape_and_length(api: httpx.AsyncClient, broker: FullBroker, seeded: object) -> None:
+    assert_error(await api.post("/jobs/batch", json={"jobs": []}), 422, "jobs")
+    assert_error(await api.post("/jobs/batch", json=[{"type": "a.b"}]), 422, "JSON object")
+    assert_error(await api.post("/jobs/batch", json={"jobs": [{"type": "a.b"}] * 21}), 422, "at most 20")
+    assert await stored(broker) == seeded
+
+
+async def test_oversized_bodies_are_413(api: httpx.AsyncClient, broker: FullBroker, seeded: object) -> None:
+    big = {"type": "a.b", "payload": "x" * JOB_LIMIT}
+    assert_error(await api.post("/jobs", json=big), 413, str(JOB_LIMIT))
+    batch = {"jobs": [{"type": "a.b", "payload": "x" * 1000}] * 19 * 4}
+    assert_error(await api.post("/jobs/batch", json=batch), 413, str(REQUEST_LIMIT))
+
+    async def chunked() -> object:  # no Content-Length: counted while it arrives
+        for _ in range(100):
+            yield b"x" * 1024
+
+    response = await api.post("/jobs/batch", content=chunked(), headers={"Content-Type": "application/json"})
+    assert_error(response, 413, str(REQUEST_LIMIT))
+    assert await stored(broker) == seeded
+
+
+async def test_payload_over_the_per_job_limit_in_a_batch(app_client: AsyncClient, broker: FullBroker) -> None:
+    """With the default limits, each job's payload is held to 1 MiB inside a 16 MiB batch."""
+    app = create_app(app_client, token=ADMIN, registry=CollectorRegistry())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=BASE, headers=bearer(ADMIN)) as api:
+        jobs = [{"type": "a.b", "payload": "x" * 1000}, {"type": "a.b", "payload": "x" * (1024 * 1024 + 1)}]
+        body = assert_error(await api.post("/jobs/batch", json={"jobs": jobs}), 422, "jobs[1]", "payload")
+        assert "1048576" in body["detail"]
+    assert await stored(broker) == {}
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({}, "status"),
+        ({"status": "exploded"}, "status"),
+        ({"status": "dead", "limit": 0}, "limit"),
+        ({"status": "dead", "limit": "ten"}, "limit"),
+        ({"status": "dead", "queue": "bad queue"}, "queue name"),
+        ({"status": "dead", "cursor": "abc"}, "cursor"),
+    ],
+)
+async def test_bad_list_queries_are_422(
+    api: httpx.AsyncClient, params: dict[str, object], words: str
+) -> None:
+    assert_error(await api.get("/jobs", params=params), 422, words)
+
+
+async def test_bad_dead_actions_are_4xx_and_change_nothing(
+    api: httpx.AsyncClient, broker: FullBroker, seeded: object
+) -> None:
+    assert_error(await api.post("/dead/requeue", json={"all": True}), 422, "all")
+    assert_error(await api.post("/dead/requeue", json={"queue": "bad queue"}), 422, "queue name")
+    assert_error(await api.post("/dead/requeue", json={"ids": "not-a-list"}), 422, "ids")
+    assert_error(await api.delete("/dead", params={"queue": "q", "older_than": "soon"}), 422, "older_than")
+    assert_error(await api.delete("/dead", params={"queue": "bad queue"}), 422, "queue name")
+    assert (await api.post("/dead/requeue", json={"ids": [new_id(), "junk"]})).json() == {"count": 0}
+    assert await stored(broker) == seeded
+
+
+async def test_unknown_ids_and_paths_are_404(
+    api: httpx.AsyncClient, broker: FullBroker, seeded: object
+) -> None:
+    for job_id in (new_id(), "not-a-uuid"):
+        assert_error(await api.get(f"/jobs/{job_id}"), 404, "job")
+        assert_error(await api.delete(f"/jobs/{job_id}"), 404, "job")
+    assert_error(await api.get("/nope"), 404, "/nope")
+    assert_error(await api.put("/jobs"), 405)
+    assert await stored(broker) == seeded

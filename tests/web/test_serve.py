@@ -1,0 +1,70 @@
+"""``pqueue serve``: refuses unsafe setups before binding, and never shows a password."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from pqueue.cli import main
+from pqueue.cli.serve import is_loopback
+from tests.conftest import service_url
+from tests.web.browser import serving
+from tests.web.conftest import ADMIN, bearer
+
+
+@pytest.fixture(autouse=True)
+def _no_token_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PQUEUE_API_TOKEN", "PQUEUE_API_READ_TOKEN", "PQUEUE_INSECURE_NO_AUTH", "PQUEUE_HOST"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_serve_refuses_to_start_without_a_token(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--dsn", "memory://"]) == 1
+    assert "no API token" in capsys.readouterr().err
+
+
+def test_insecure_no_auth_serves_loopback_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--dsn", "memory://", "--insecure-no-auth", "--host", "0.0.0.0"]) == 1
+    assert "loopback only" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_short_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PQUEUE_API_TOKEN", "short")
+    assert main(["serve", "--dsn", "memory://"]) == 1
+    assert "at least 16" in capsys.readouterr().err
+
+
+HOSTS = [("127.0.0.1", True), ("::1", True), ("localhost", True), ("0.0.0.0", False), ("10.1.2.3", False)]
+
+
+@pytest.mark.parametrize(("host", "loopback"), HOSTS)
+def test_is_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+@pytest.mark.redis
+def test_a_dsn_password_never_reaches_a_response_or_a_log(
+    namespace: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The served process logs the DSN redacted; the broker refusing the password is a 503
+    whose detail does not repeat it."""
+    url = service_url("redis")
+    assert url is not None
+    dsn = url.replace("redis://", "redis://pq:hunter2-secret@", 1) + f"?prefix={namespace}"
+    env = {"PQUEUE_API_TOKEN": ADMIN, "PQUEUE_LOG_LEVEL": "INFO", "PQUEUE_ACCESS_LOG": "1"}
+    with serving(dsn, env, ready_path="healthz") as base:
+        ready = httpx.get(base + "readyz", timeout=30)
+        stats = httpx.get(base + "stats", headers=bearer(ADMIN), timeout=30)
+        enqueue = httpx.post(base + "jobs", json={"type": "a.b"}, headers=bearer(ADMIN), timeout=30)
+    assert ready.status_code == 503 and ready.json()["error"] == "not_ready"
+    assert stats.status_code == enqueue.status_code == 503
+    out, err = capfd.readouterr()
+    for text in (ready.text, stats.text, enqueue.text, out, err):
+        assert "hunter2-secret" not in text
+        assert "Traceback" not in text
+    assert "pq:***@" in err
+    assert os.environ.get("PQUEUE_API_TOKEN") is None
