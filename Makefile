@@ -14,7 +14,7 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # `make test` runs these in order. A new step is one name here plus its target below.
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
 # metrics test when it can. spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check pytest spark
+TEST_STEPS := lint typecheck deploy-check pytest browser spark
 
 .PHONY: demo test services $(TEST_STEPS) clean
 
@@ -41,6 +41,12 @@ services:
 # deploy/ checked offline: promtool on the Prometheus config, alert rules and dashboard.
 deploy-check:
 	@bash .ci/deploy-check.sh
+
+# Tests marked `browser` (deselected from the pytest step): the dashboard driven in Debian's
+# headless Chromium through Playwright (docs/web.md).
+browser: $(VENV)/.stamp-dev services
+	@bash .ci/chromium
+	$(BIN)/python -m pytest -q -m browser tests/web $(PYTEST_ARGS)
 
 # Tests marked `spark` (deselected from the pytest step): the data source, export, report,
 # and the docs pages that use them, on one local[2] SparkSession (docs/spark.md).

@@ -2,7 +2,7 @@
 ``pqueue serve`` process of its own on a free loopback port.
 
 Missing chromium or playwright skips the test loudly, or fails it when
-``PQUEUE_TEST_REQUIRE`` names ``browser`` (CI: .ci/browser.sh installs both).
+``PQUEUE_TEST_REQUIRE`` names ``browser`` (`make browser` installs chromium; `dev` has playwright).
 Playwright never downloads a browser here: it drives the chromium binary it is given.
 """
 

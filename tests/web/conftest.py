@@ -32,7 +32,7 @@ BASE = "http://pqueue.test"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "browser: drives Debian's chromium with Playwright (.ci/browser.sh installs both)"
+        "markers", "browser: drives Debian's chromium with Playwright (`make browser` installs chromium)"
     )
 
 

@@ -2,7 +2,7 @@
 sign in, see each queue's counts, open a dead job, requeue it by clicking (with the
 confirmation), see its status change; a wrong token is refused.
 
-Marked ``browser`` (CI runs it in its own step, .ci/browser.sh). With
+Marked ``browser`` (`make browser`, a step of `make test`). With
 ``PQUEUE_DASHBOARD_SHOT=path`` it also saves the screenshot used in docs/web.md.
 """
 
