@@ -206,8 +206,13 @@ class AsyncClient:
         return results
 
     def _with_handler_defaults(self, task: Task) -> Task:
-        handler = self.router.get(task.type) if self.router is not None else None
-        return task if handler is None else handler.defaults(task)
+        """``task`` with its handler's defaults; with a router, an unknown type is refused here.
+
+        Every enqueue path passes through this method (the sync :class:`~pqueue.Client`
+        runs these same methods), so :meth:`Router.handler_for` is the one producer-side
+        type check.
+        """
+        return task if self.router is None else self.router.handler_for(task.type).defaults(task)
 
     # -- inspecting and admin -------------------------------------------------------
 
