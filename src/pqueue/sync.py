@@ -322,18 +322,11 @@ class Client:
         return self._call(lambda c: c.enqueue_task(task))
 
     async def enqueue_task_async(self, task: Task) -> EnqueueResult:
-        """:meth:`enqueue_task` awaitable from any event loop, which it does not block.
+        """:meth:`enqueue_task`, awaitable from any event loop without blocking it.
 
-        Used by ``handler.enqueue_async``: the call runs on this client's loop thread.
-
-        Args:
-            task: the job's type, payload and options.
-
-        Returns:
-            ``EnqueueResult(id, created)``, as :meth:`enqueue`.
-
-        Raises:
-            UnknownJobType, InvalidJob, BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
+        Used by ``handler.enqueue_async``; the call itself runs on this client's loop
+        thread. Args: ``task``, the job to enqueue. Returns and raises what
+        :meth:`enqueue_task` does.
         """
         task.to_spec()
         return await self._call_async(lambda c: c.enqueue_task(task))

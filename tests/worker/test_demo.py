@@ -1,9 +1,10 @@
-"""``pqueue demo`` run twice on the same broker: the second run is as good as the first.
+"""``pqueue demo`` as users run it, once and twice on the same broker.
 
-Before runs were scoped, the second run's reports met the first run's unique keys (and
-its charges the first run's idempotency keys): they were refused or acked without
-running, the demo waited for them until its timeout and its table said "20 completed,
-0 runs". Now each run's keys carry its run id and the table counts only its own jobs.
+Every job must end in its expected state. Before runs were scoped, the second run's
+reports met the first run's unique keys (and its charges the first run's idempotency
+keys): they were refused or acked without running, the demo waited for them until its
+timeout and its table said "20 completed, 0 runs". Now each run's keys carry its run id
+and the table counts only its own jobs.
 """
 
 from __future__ import annotations
@@ -32,10 +33,22 @@ QUICK = ("--timeout", "60", "--no-progress")
 COLUMNS = ("jobs", "completed", "dead", "runs", "retries", "dup acked")
 
 
-def demo(dsn: str) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run ``pqueue demo`` (small) and return its output and its table's counts per job type."""
+def demo(dsn: str, *, jobs: int = 300, seed: int = 3) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run ``pqueue demo``; check it passed; return its output and its table's counts per job type."""
     done = subprocess.run(
-        [sys.executable, "-m", "pqueue", "demo", "--jobs", "300", "--dsn", dsn, "--seed", "3", *QUICK],
+        [
+            sys.executable,
+            "-m",
+            "pqueue",
+            "demo",
+            "--jobs",
+            str(jobs),
+            "--dsn",
+            dsn,
+            "--seed",
+            str(seed),
+            *QUICK,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -51,6 +64,15 @@ def demo(dsn: str) -> tuple[str, dict[str, dict[str, int]]]:
             assert cells[-1] == "yes", line
             table[cells[0]] = dict(zip(COLUMNS, map(int, cells[1:7]), strict=True))
     return done.stdout, table
+
+
+@pytest.mark.slow
+def test_demo_runs_and_every_job_ends_as_expected(backend_dsn: str, pqueue_open_broker: object) -> None:
+    _, table = demo(backend_dsn, jobs=600, seed=7)
+    kinds = {"demo:flaky-api", "demo:poison", "demo:reminder", "demo:report", "demo:charge", "demo:export"}
+    assert kinds <= set(table), table
+    assert table["demo:poison"]["dead"] == table["demo:poison"]["jobs"] > 0
+    assert table["demo:flaky-api"]["retries"] > 0
 
 
 @pytest.mark.slow
