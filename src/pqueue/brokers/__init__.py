@@ -121,8 +121,16 @@ def _load(scheme: str) -> Any:
 def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBroker:
     """Return an unopened broker for ``dsn``; use ``async with`` or ``await b.open()``.
 
-    ``clock`` injects a test clock (production brokers use their server's time);
-    ``options`` are backend settings that override the DSN's query parameters.
+    Args:
+        dsn: ``scheme://...`` with a built-in scheme (``memory``, ``redis``, ``rediss``,
+            ``postgresql``, ``postgres``) or one a plug-in registered.
+        clock: a test clock; production brokers use their server's time.
+        **options: the backend's own settings, overriding the DSN's query parameters.
+
+    Raises:
+        ConfigError: not a DSN, an unknown scheme, a backend whose driver is not
+            installed, or an unknown or invalid option (built-in backends name the known
+            ones). Nothing connects here.
     """
     if not isinstance(dsn, str) or "://" not in dsn:
         raise ConfigError(
