@@ -9,15 +9,16 @@ or sync code use :class:`pqueue.Client`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from pqueue.broker import FullBroker, JobPage, QueueCounts, WorkerInfo
+from pqueue.broker import FullBroker, JobPage, JobScan, QueueCounts, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
+from pqueue.durations import format_duration
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.router import Router
@@ -31,6 +32,10 @@ class Stats:
 
     queues: QueueCounts
     workers: list[WorkerInfo] = field(default_factory=list)
+    oldest_pending_age: Mapping[str, float] = field(default_factory=dict)
+    """Queue -> seconds the oldest due pending job has waited (absent when none waits)."""
+    done_per_second: Mapping[str, float] = field(default_factory=dict)
+    """Queue -> jobs finished (completed or dead) over the last 60 s, divided by 60."""
 
     def total(self, status: JobStatus, queue: str | None = None) -> int:
         """Jobs in ``status`` (in one queue, or in all)."""
@@ -41,6 +46,66 @@ class Stats:
     @property
     def totals(self) -> dict[JobStatus, int]:
         return {status: self.total(status) for status in JobStatus}
+
+    def only(self, queue: str) -> Stats:
+        """These stats for one queue (zeros if it never held a job) and the workers serving it."""
+        return Stats(
+            {queue: self.queues.get(queue, dict.fromkeys(JobStatus, 0))},
+            [w for w in self.workers if queue in w.queues],
+            {q: age for q, age in self.oldest_pending_age.items() if q == queue},
+            {queue: self.done_per_second.get(queue, 0.0)},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data, the one shape of stats in every answer (``pqueue stats --json``,
+        the HTTP API, the dashboard): counts keyed by status value, ages and rates in float
+        seconds, worker times as ISO-8601 UTC text; docs/cli.md lists the keys."""
+        return {
+            "queues": {
+                queue: {status.value: per.get(status, 0) for status in JobStatus}
+                for queue, per in self.queues.items()
+            },
+            "totals": {status.value: n for status, n in self.totals.items()},
+            "oldest_pending_age": dict(self.oldest_pending_age),
+            "done_per_second": dict(self.done_per_second),
+            "workers": [worker.to_dict() for worker in self.workers],
+        }
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """The header and one row of text cells per queue (counts, done/s, oldest pending
+        age): what ``str(stats)`` and ``pqueue stats`` show, defined once."""
+        statuses = [s for s in JobStatus if s is not JobStatus.CANCELLED]
+        header = ["queue", *(s.value for s in statuses), "done/s", "oldest pending"]
+        rows = [
+            [
+                queue,
+                *(str(per.get(s, 0)) for s in statuses),
+                f"{self.done_per_second.get(queue, 0.0):.2f}",
+                _age(self.oldest_pending_age.get(queue)),
+            ]
+            for queue, per in self.queues.items()
+        ]
+        return header, rows
+
+    def __str__(self) -> str:
+        """A plain-text table a person can read: one line per queue, then the workers."""
+        header, rows = self.table()
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
+            )
+            for row in [header, *rows]
+        ]
+        if not rows:
+            lines.append("(no queues yet)")
+        names = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in self.workers)
+        lines.append(f"workers: {len(self.workers)}" + (f": {names}" if names else ""))
+        return "\n".join(lines)
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else format_duration(seconds)
 
 
 class AsyncClient:
@@ -243,6 +308,7 @@ class AsyncClient:
         unique_for: float | timedelta | None = None,
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+        job_ids: Sequence[str] | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
@@ -256,14 +322,16 @@ class AsyncClient:
                 :meth:`enqueue`, the same for every job.
             unique_for: as in :meth:`enqueue`; each job's unique key is derived from its
                 payload, so equal payloads make one job.
+            job_ids: one id per payload, chosen by the caller so that sending the same
+                jobs again adds none (see :func:`pqueue.ids.key_id`); default: new ids.
 
         Returns:
             One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
 
         Raises:
             UnknownJobType: the client was given a router that does not know ``type``.
-            InvalidJob: a bad option or any one bad payload; everything is checked first,
-                so nothing is stored.
+            InvalidJob: a bad option, any one bad payload, or ``job_ids`` not one valid id
+                per payload; everything is checked first, so nothing is stored.
             BrokerUnavailable: the server cannot be reached.
         """
         task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
@@ -278,6 +346,7 @@ class AsyncClient:
             timeout=task.timeout,
             unique_for=unique_for,
             meta=meta,
+            job_ids=job_ids,
         )
         return await self._send(specs)
 
@@ -317,14 +386,20 @@ class AsyncClient:
         return await (await self._ready()).get_job(job_id)
 
     async def stats(self) -> Stats:
-        """A snapshot of jobs per queue and status, and of the workers seen recently.
+        """A snapshot of the queues and of the workers seen recently.
 
         Returns:
-            :class:`Stats`; completed and cancelled jobs count while the broker keeps them
-            (its ``retention``).
+            :class:`Stats`: jobs per queue and status (completed and cancelled ones while
+            the broker keeps them, its ``retention``), the live workers, and how each
+            queue moves (the oldest due job's age, jobs done per second over the last
+            minute).
         """
         broker = await self._ready()
-        return Stats(await broker.counts(), await broker.list_workers())
+        counts, workers, activity = await asyncio.gather(
+            broker.counts(), broker.list_workers(), broker.activity()
+        )
+        rates = {queue: n / activity.window for queue, n in activity.done.items()}
+        return Stats(counts, workers, dict(activity.oldest_pending_age), rates)
 
     async def list_queues(self) -> list[str]:
         """Every queue that has held a job, sorted by name."""
@@ -335,13 +410,20 @@ class AsyncClient:
         return await (await self._ready()).list_workers()
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
         """One page of the jobs in ``status``, in a stable order.
 
         Args:
             status: a :class:`~pqueue.job.JobStatus` (or its value, e.g. ``"dead"``).
             queue: only this queue's jobs; default: every queue's.
+            type: only jobs of this type; default: every type.
             limit: the most jobs in the page (at least 1).
             offset: how many jobs to skip; pass the previous page's ``next_offset``.
 
@@ -352,7 +434,8 @@ class AsyncClient:
         Raises:
             InvalidRequest: an unknown status, a limit below 1 or a negative offset.
         """
-        return await (await self._ready()).list_jobs(status, queue=queue, limit=limit, offset=offset)
+        broker = await self._ready()
+        return await broker.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset)
 
     async def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         """One page of the dead-letter queue; :meth:`list_jobs` for status ``dead``.
@@ -383,18 +466,26 @@ class AsyncClient:
         """
         return await (await self._ready()).requeue_dead(queue=queue, job_ids=job_ids)
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | timedelta | None = None,
+    ) -> int:
         """Delete dead jobs for good.
 
         Args:
             queue: delete this queue's dead jobs (with ``job_ids``: only those in it).
             job_ids: delete these jobs; ids that are not dead are skipped. With neither
                 argument, every dead job is deleted.
+            older_than: only jobs dead for at least this long (seconds or a timedelta).
 
         Returns:
             How many jobs were deleted.
         """
-        return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids)
+        age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids, older_than=age)
 
     async def cancel(self, job_id: str) -> bool:
         """Cancel a job that has not started (pending, scheduled or waiting to retry).
@@ -409,3 +500,34 @@ class AsyncClient:
             JobNotFound: no such job.
         """
         return await (await self._ready()).cancel(job_id)
+
+    async def health(self) -> str:
+        """Check that the broker answers and its storage schema is current.
+
+        Returns:
+            What was checked, e.g. ``"postgres schema 'pqueue' at version 2"``.
+
+        Raises:
+            BrokerUnavailable: the server does not answer (also from connecting, when the
+                client is not open yet).
+            SchemaError: the storage schema is missing or not the one this pqueue writes.
+        """
+        return await (await self._ready()).check_health()
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Every stored job ``scan`` matches, page by page (bulk reads: export, Spark).
+
+        Args:
+            scan: a :class:`~pqueue.broker.JobScan`: which statuses and queue, jobs since
+                when, which of ``parts`` disjoint slices, and the page size.
+
+        Returns:
+            An async iterator of pages (sequences of :class:`~pqueue.job.Job`); on
+            Postgres the scan holds a transaction until the iteration ends.
+
+        Raises:
+            InvalidRequest: from building a bad :class:`~pqueue.broker.JobScan`.
+        """
+        broker = await self._ready()
+        async for page in broker.scan_jobs(scan):
+            yield page

@@ -14,13 +14,22 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
 from pqueue import loops
-from pqueue.broker import JobPage, WorkerInfo
+from pqueue.broker import JobPage, JobScan, WorkerInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
 from pqueue.errors import ClientClosed
@@ -360,6 +369,7 @@ class Client:
         unique_for: float | timedelta | None = None,
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+        job_ids: Sequence[str] | None = None,
     ) -> list[EnqueueResult]:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
@@ -370,6 +380,8 @@ class Client:
                 :meth:`enqueue`, the same for every job.
             unique_for: each job's unique key is derived from its payload, so equal
                 payloads make one job.
+            job_ids: one caller-chosen id per payload, so sending the same jobs again adds
+                none.
 
         Returns:
             One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
@@ -389,6 +401,7 @@ class Client:
             "unique_for": unique_for,
             "meta": meta,
             "max_recoveries": max_recoveries,
+            "job_ids": None if job_ids is None else list(job_ids),
         }
         return self._call(lambda c: c.enqueue_map(type, batch, **options))
 
@@ -425,13 +438,20 @@ class Client:
         return self._call(lambda c: c.list_workers())
 
     def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
         """One page of the jobs in ``status``, in a stable order.
 
         Args:
             status: a :class:`~pqueue.job.JobStatus` (or its value, e.g. ``"dead"``).
             queue: only this queue's jobs; default: every queue's.
+            type: only jobs of this type; default: every type.
             limit: the most jobs in the page (at least 1).
             offset: how many jobs to skip; pass the previous page's ``next_offset``.
 
@@ -441,7 +461,7 @@ class Client:
         Raises:
             InvalidRequest: an unknown status, a limit below 1 or a negative offset.
         """
-        return self._call(lambda c: c.list_jobs(status, queue=queue, limit=limit, offset=offset))
+        return self._call(lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset))
 
     def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         """One page of the dead-letter queue; :meth:`list_jobs` for status ``dead``.
@@ -472,18 +492,25 @@ class Client:
         """
         return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
 
-    def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+    def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | timedelta | None = None,
+    ) -> int:
         """Delete dead jobs for good.
 
         Args:
             queue: delete this queue's dead jobs (with ``job_ids``: only those in it).
             job_ids: delete these jobs; ids that are not dead are skipped. With neither
                 argument, every dead job is deleted.
+            older_than: only jobs dead for at least this long (seconds or a timedelta).
 
         Returns:
             How many jobs were deleted.
         """
-        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids))
+        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job that has not started (pending, scheduled or waiting to retry).
@@ -498,3 +525,46 @@ class Client:
             JobNotFound: no such job.
         """
         return self._call(lambda c: c.cancel(job_id))
+
+    def health(self) -> str:
+        """Check that the broker answers and its storage schema is current.
+
+        Returns:
+            What was checked, e.g. ``"postgres schema 'pqueue' at version 2"``.
+
+        Raises:
+            BrokerUnavailable: the server does not answer.
+            SchemaError: the storage schema is missing or not the one this pqueue writes.
+        """
+        return self._call(lambda c: c.health())
+
+    def scan_jobs(self, scan: JobScan) -> Iterator[Sequence[Job]]:
+        """Every stored job ``scan`` matches, page by page; see :meth:`AsyncClient.scan_jobs`.
+
+        Each page is one call on the client's loop; the scan's cursor (a Postgres
+        transaction) is closed when the iteration ends or the iterator is dropped.
+
+        Args:
+            scan: a :class:`~pqueue.broker.JobScan` (statuses, queue, since, part of
+                parts, page size).
+
+        Returns:
+            An iterator of pages (sequences of :class:`~pqueue.job.Job`).
+        """
+        pages = self._loop_thread().client.scan_jobs(scan)  # runs only when iterated, on the loop
+        try:
+            while (page := self._call(lambda c: _next_page(pages))) is not None:
+                yield page
+        finally:
+            with contextlib.suppress(Exception):  # closing a finished or broken scan
+                self._call(lambda c: _close_pages(pages))
+
+
+async def _next_page(pages: AsyncIterator[Sequence[Job]]) -> Sequence[Job] | None:
+    return await anext(pages, None)
+
+
+async def _close_pages(pages: AsyncIterator[Sequence[Job]]) -> None:
+    close = getattr(pages, "aclose", None)
+    if close is not None:
+        await close()

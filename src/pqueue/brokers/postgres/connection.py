@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, LiteralString
 
 import psycopg
@@ -65,14 +65,17 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if exc is None or not isinstance(exc, psycopg.Error | PoolTimeout):
             return
         schema, dsn = self.schema, self.dsn
+        # The driver's first line says what went wrong; the rest (LINE 2: ... ^, hints) is
+        # for psql, and would break the one-line errors of logs and the CLI.
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, _SCHEMA_MISSING):
             raise SchemaError(
-                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({exc}); "
+                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({said}); "
                 f"{migrate_hint(schema, dsn)}"
             ) from exc
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError | PoolTimeout):
-            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {exc}") from exc
-        raise BrokerError(f"Postgres error: {exc}") from exc
+            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {said}") from exc
+        raise BrokerError(f"Postgres error: {said}") from exc
 
 
 _raw_decode = json.JSONDecoder().raw_decode
@@ -193,6 +196,23 @@ class Database:
             raise
         finally:
             await self._pool.putconn(conn)
+
+    async def stream(
+        self, query: LiteralString, params: Params, *, size: int
+    ) -> AsyncIterator[list[tuple[Any, ...]]]:
+        """Rows of one long read through a server-side cursor, ``size`` rows at a time.
+
+        The cursor lives in one read-only transaction on one pooled connection, held until
+        the caller stops iterating; memory stays bounded however many rows match.
+        """
+        with self._translated:
+            async with self._pool.connection() as conn, conn.transaction():
+                await conn.execute("SET TRANSACTION READ ONLY")
+                cur = conn.cursor(name="pqueue_scan", row_factory=tuple_row)
+                await cur.execute(query, params)
+                while rows := await cur.fetchmany(size):
+                    yield rows
+                await cur.close()
 
     async def _check_pool(self) -> None:
         """Replace every idle connection that died with the one that just failed."""
