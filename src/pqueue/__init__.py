@@ -25,6 +25,7 @@ from pqueue.errors import (
     Retry,
     SchemaError,
     SkipRetry,
+    UnknownJobType,
 )
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 from pqueue.middleware import JobReport, Middleware, Outcome
@@ -81,6 +82,7 @@ __all__ = [
     "PayloadTooLarge",
     "InvalidName",
     "InvalidOption",
+    "UnknownJobType",
     "InvalidRequest",
     "JobNotFound",
     "LeaseLost",

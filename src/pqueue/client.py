@@ -111,10 +111,25 @@ def _age(seconds: float | None) -> str:
 class AsyncClient:
     """Producer and admin API for asyncio apps; ``async with AsyncClient(dsn) as client:``.
 
-    With ``router``, jobs of a registered type take the handler's queue, max_retries
-    and timeout unless given. ``clock`` injects a test clock (see
-    :func:`pqueue.connect`); ``options`` are broker settings that override the DSN's
-    query parameters.
+    Making one connects nothing: :meth:`open`, ``async with`` or the first call does.
+
+    Args:
+        dsn: where the jobs live: ``memory://name``, ``redis://host:6379/0?prefix=...``,
+            ``rediss://...`` or ``postgresql://user@host/db?schema=...`` (see
+            :func:`pqueue.connect`).
+        clock: a test clock (:class:`~pqueue.clock.ManualClock`); without one, brokers
+            take the time from their server.
+        middleware: :class:`~pqueue.middleware.Middleware` whose enqueue hooks see every
+            batch this client sends.
+        router: the app's :class:`~pqueue.Router`. Jobs of a registered type then take
+            the handler's queue, max_retries and timeout unless given, and a type the
+            router does not know is refused with :class:`~pqueue.errors.UnknownJobType`.
+            Leave it out to enqueue types that other services handle.
+        **options: the backend's own settings (``prefix``, ``schema``, ``retention``,
+            ``pool_size``, ...), which override the DSN's query parameters.
+
+    Raises:
+        ConfigError: a malformed DSN, an unknown scheme, or an unknown or invalid option.
     """
 
     def __init__(
@@ -139,7 +154,13 @@ class AsyncClient:
         return self._broker
 
     async def open(self) -> None:
-        """Connect now (otherwise the first call connects)."""
+        """Connect now (otherwise the first call connects); calling it again does nothing.
+
+        Raises:
+            BrokerUnavailable: the server cannot be reached.
+            SchemaError: the storage is missing or was written by a newer pqueue (run
+                ``pqueue migrate`` for Postgres).
+        """
         if not self._opened:
             async with self._open_lock:
                 if not self._opened:
@@ -147,17 +168,20 @@ class AsyncClient:
                     self._opened = True
 
     async def close(self) -> None:
+        """Close the broker's connections; closing a closed client does nothing."""
         if self._opened:
             self._opened = False
             await self._broker.close()
 
     async def __aenter__(self) -> AsyncClient:
+        """:meth:`open` the client and return it."""
         await self.open()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """:meth:`close` the client, whether or not the block raised."""
         await self.close()
 
     async def _ready(self) -> FullBroker:
@@ -186,12 +210,40 @@ class AsyncClient:
     ) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
 
-        ``queue`` defaults to ``"default"`` and ``max_retries`` to 3 (or the handler's,
-        when the client was given the router).
+        Args:
+            type: the job type, the name its handler is registered under (letters, digits
+                and ``_ . : - /``, at most 128 characters).
+            payload: the handler's input, a JSON value (dict, list, str, int, float, bool
+                or None) of at most 1 MiB encoded; never pickled.
+            queue: the queue to put it on; default ``"default"``, or the handler's queue
+                when the client was given the router.
+            delay: seconds (or a timedelta) before the job may run.
+            run_at: an aware datetime before which the job does not run (not with ``delay``).
+            max_retries: how many times a failed run is retried before the job is dead;
+                default 3, or the handler's.
+            timeout: seconds one run may take before it is cancelled and counted as a
+                failure; default none, or the handler's.
+            unique_for: seconds the job's unique key is held after enqueue; while it is,
+                an enqueue with the same key stores nothing.
+            unique_key: the unique key (needs ``unique_for``); default: derived from type,
+                queue and payload.
+            idempotency_key: jobs with this key run to success at most once: a later one
+                is acked without running (see docs/delivery-semantics.md).
+            meta: string tags carried with the job (e.g. a trace id), at most 32.
+            max_recoveries: how many times the job may be taken back from a worker that
+                died holding it before it is dead; default 5.
+            job_id: the job's id (a lower-case UUID), chosen by the caller so a re-sent
+                job is refused instead of stored twice; default: a new UUIDv7.
 
-        When ``unique_for`` (with ``unique_key``, or a key derived from type, queue and
-        payload) or ``job_id`` matches a job already held, nothing is stored and the
-        result is ``EnqueueResult(existing_id, created=False)``.
+        Returns:
+            ``EnqueueResult(id, created)``. ``created`` is False when a held unique key or
+            an existing ``job_id`` matched: nothing was stored and ``id`` is that job's.
+
+        Raises:
+            UnknownJobType: the client was given a router that does not know ``type``.
+            InvalidJob: an invalid name, payload or option (its subclasses say which);
+                nothing is stored.
+            BrokerUnavailable: the server cannot be reached.
         """
         task = Task(
             type,
@@ -212,14 +264,34 @@ class AsyncClient:
         return result
 
     async def enqueue_task(self, task: Task) -> EnqueueResult:
-        """Enqueue one prepared :class:`Task`."""
+        """Enqueue one prepared :class:`Task`; the same as :meth:`enqueue` with its fields.
+
+        Args:
+            task: the job's type, payload and options.
+
+        Returns:
+            ``EnqueueResult(id, created)``, as :meth:`enqueue`.
+
+        Raises:
+            UnknownJobType, InvalidJob, BrokerUnavailable: as :meth:`enqueue`.
+        """
         [result] = await self.enqueue_many([task])
         return result
 
     async def enqueue_many(self, tasks: Iterable[Task]) -> list[EnqueueResult]:
         """Enqueue many jobs in one broker round trip; results keep the input order.
 
-        Every task is validated first, so one bad task raises and nothing is stored.
+        Args:
+            tasks: the jobs, e.g. ``[handler.task(payload) for payload in rows]``.
+
+        Returns:
+            One ``EnqueueResult(id, created)`` per task, in the tasks' order; ``[]`` for
+            no tasks (no round trip).
+
+        Raises:
+            UnknownJobType, InvalidJob: for any one task; every task is checked first, so
+                nothing of the batch is stored.
+            BrokerUnavailable: the server cannot be reached.
         """
         return await self._send([self._with_handler_defaults(task).to_spec() for task in tasks])
 
@@ -241,11 +313,26 @@ class AsyncClient:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
         The bulk path for fan-out: the options are checked once, so a job costs the
-        producer about half what a :class:`Task` in :meth:`enqueue_many` does. With
-        ``unique_for``, each job's unique key is derived from its payload (equal payloads
-        make one job). Every payload is checked first: one bad payload raises and nothing
-        is stored. Results keep the payloads' order. ``job_ids`` (one per payload) chooses
-        the ids, so that sending the same jobs again adds none (see :func:`pqueue.ids.key_id`).
+        producer about half what a :class:`Task` in :meth:`enqueue_many` does.
+
+        Args:
+            type: the job type of every job.
+            payloads: one JSON value per job.
+            queue, delay, run_at, max_retries, timeout, meta, max_recoveries: as in
+                :meth:`enqueue`, the same for every job.
+            unique_for: as in :meth:`enqueue`; each job's unique key is derived from its
+                payload, so equal payloads make one job.
+            job_ids: one id per payload, chosen by the caller so that sending the same
+                jobs again adds none (see :func:`pqueue.ids.key_id`); default: new ids.
+
+        Returns:
+            One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
+
+        Raises:
+            UnknownJobType: the client was given a router that does not know ``type``.
+            InvalidJob: a bad option, any one bad payload, or ``job_ids`` not one valid id
+                per payload; everything is checked first, so nothing is stored.
+            BrokerUnavailable: the server cannot be reached.
         """
         task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
         specs = build_specs(
@@ -274,18 +361,39 @@ class AsyncClient:
         return results
 
     def _with_handler_defaults(self, task: Task) -> Task:
-        handler = self.router.get(task.type) if self.router is not None else None
-        return task if handler is None else handler.defaults(task)
+        """``task`` with its handler's defaults; with a router, an unknown type is refused here.
+
+        Every enqueue path passes through this method (the sync :class:`~pqueue.Client`
+        runs these same methods), so :meth:`Router.handler_for` is the one producer-side
+        type check.
+        """
+        return task if self.router is None else self.router.handler_for(task.type).defaults(task)
 
     # -- inspecting and admin -------------------------------------------------------
 
     async def get_job(self, job_id: str) -> Job:
-        """The job with this id; raises :class:`~pqueue.errors.JobNotFound`."""
+        """The job with this id, as stored now.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+
+        Returns:
+            The :class:`~pqueue.job.Job`: status, attempts, errors, result, options.
+
+        Raises:
+            JobNotFound: no such job (never enqueued, or pruned after its retention).
+        """
         return await (await self._ready()).get_job(job_id)
 
     async def stats(self) -> Stats:
-        """Jobs per queue and status, the workers seen recently, and how each queue moves
-        (the oldest due job's age, jobs done per second over the last minute)."""
+        """A snapshot of the queues and of the workers seen recently.
+
+        Returns:
+            :class:`Stats`: jobs per queue and status (completed and cancelled ones while
+            the broker keeps them, its ``retention``), the live workers, and how each
+            queue moves (the oldest due job's age, jobs done per second over the last
+            minute).
+        """
         broker = await self._ready()
         counts, workers, activity = await asyncio.gather(
             broker.counts(), broker.list_workers(), broker.activity()
@@ -294,9 +402,11 @@ class AsyncClient:
         return Stats(counts, workers, dict(activity.oldest_pending_age), rates)
 
     async def list_queues(self) -> list[str]:
+        """Every queue that has held a job, sorted by name."""
         return await (await self._ready()).list_queues()
 
     async def list_workers(self) -> list[WorkerInfo]:
+        """The workers that reported in recently (id, host, pid, queues, last seen)."""
         return await (await self._ready()).list_workers()
 
     async def list_jobs(
@@ -308,16 +418,52 @@ class AsyncClient:
         limit: int = 50,
         offset: int = 0,
     ) -> JobPage:
-        """One page of jobs in ``status`` (of one queue, one type); pass ``page.next_offset`` for the next."""
+        """One page of the jobs in ``status``, in a stable order.
+
+        Args:
+            status: a :class:`~pqueue.job.JobStatus` (or its value, e.g. ``"dead"``).
+            queue: only this queue's jobs; default: every queue's.
+            type: only jobs of this type; default: every type.
+            limit: the most jobs in the page (at least 1).
+            offset: how many jobs to skip; pass the previous page's ``next_offset``.
+
+        Returns:
+            A :class:`~pqueue.broker.JobPage`: ``jobs``, and ``next_offset`` (None on the
+            last page).
+
+        Raises:
+            InvalidRequest: an unknown status, a limit below 1 or a negative offset.
+        """
         broker = await self._ready()
         return await broker.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset)
 
     async def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
-        """One page of the dead-letter queue (with each job's ``last_error``)."""
+        """One page of the dead-letter queue; :meth:`list_jobs` for status ``dead``.
+
+        Args:
+            queue: only this queue's dead jobs; default: every queue's.
+            limit: the most jobs in the page (at least 1).
+            offset: how many jobs to skip; pass the previous page's ``next_offset``.
+
+        Returns:
+            A :class:`~pqueue.broker.JobPage` whose jobs carry ``last_error`` (why each died).
+
+        Raises:
+            InvalidRequest: a limit below 1 or a negative offset.
+        """
         return await self.list_jobs(JobStatus.DEAD, queue=queue, limit=limit, offset=offset)
 
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        """Give dead jobs (these ids, or all in ``queue``/everywhere) a fresh start; returns how many."""
+        """Move dead jobs back to pending with a fresh retry budget.
+
+        Args:
+            queue: requeue this queue's dead jobs (with ``job_ids``: only those in it).
+            job_ids: requeue these jobs; ids that are not dead are skipped. With neither
+                argument, every dead job is requeued.
+
+        Returns:
+            How many jobs moved.
+        """
         return await (await self._ready()).requeue_dead(queue=queue, job_ids=job_ids)
 
     async def purge_dead(
@@ -327,23 +473,61 @@ class AsyncClient:
         job_ids: Sequence[str] | None = None,
         older_than: float | timedelta | None = None,
     ) -> int:
-        """Delete dead jobs (these ids, or all in ``queue``/everywhere; with ``older_than``,
-        only those dead for at least that long); returns how many."""
+        """Delete dead jobs for good.
+
+        Args:
+            queue: delete this queue's dead jobs (with ``job_ids``: only those in it).
+            job_ids: delete these jobs; ids that are not dead are skipped. With neither
+                argument, every dead job is deleted.
+            older_than: only jobs dead for at least this long (seconds or a timedelta).
+
+        Returns:
+            How many jobs were deleted.
+        """
         age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids, older_than=age)
 
     async def cancel(self, job_id: str) -> bool:
-        """Cancel a job that has not started; False if it is running or finished."""
+        """Cancel a job that has not started (pending, scheduled or waiting to retry).
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+
+        Returns:
+            True if the job is now cancelled; False if it is running or finished.
+
+        Raises:
+            JobNotFound: no such job.
+        """
         return await (await self._ready()).cancel(job_id)
 
     async def health(self) -> str:
-        """Check that the broker answers and its storage schema is current; returns what was
-        checked. Raises :class:`~pqueue.errors.BrokerUnavailable` or
-        :class:`~pqueue.errors.SchemaError` (also from connecting, when not open yet)."""
+        """Check that the broker answers and its storage schema is current.
+
+        Returns:
+            What was checked, e.g. ``"postgres schema 'pqueue' at version 2"``.
+
+        Raises:
+            BrokerUnavailable: the server does not answer (also from connecting, when the
+                client is not open yet).
+            SchemaError: the storage schema is missing or not the one this pqueue writes.
+        """
         return await (await self._ready()).check_health()
 
     async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
-        """Every stored job ``scan`` matches, page by page (bulk reads: export, Spark)."""
+        """Every stored job ``scan`` matches, page by page (bulk reads: export, Spark).
+
+        Args:
+            scan: a :class:`~pqueue.broker.JobScan`: which statuses and queue, jobs since
+                when, which of ``parts`` disjoint slices, and the page size.
+
+        Returns:
+            An async iterator of pages (sequences of :class:`~pqueue.job.Job`); on
+            Postgres the scan holds a transaction until the iteration ends.
+
+        Raises:
+            InvalidRequest: from building a bad :class:`~pqueue.broker.JobScan`.
+        """
         broker = await self._ready()
         async for page in broker.scan_jobs(scan):
             yield page

@@ -41,6 +41,14 @@ class InvalidOption(InvalidJob):
     """An enqueue option is out of range (a negative delay, a zero TTL, ...)."""
 
 
+class UnknownJobType(InvalidJob, LookupError):
+    """No handler is registered for this job type.
+
+    Raised at enqueue by a client that was given the router (nothing is stored), and
+    recorded by a worker that holds a job it has no handler for.
+    """
+
+
 class InvalidRequest(PQueueError, ValueError):
     """An inspect or admin call got an argument out of range (a bad status, page size or offset)."""
 

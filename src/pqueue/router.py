@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from pqueue.errors import ConfigError
+from pqueue.errors import ConfigError, UnknownJobType
 from pqueue.job import EnqueueResult, Job, JSONValue
 from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from pqueue.spec import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, validate_job_type, validate_queue_name
+from pqueue.suggest import did_you_mean
 from pqueue.task import Task
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ HandlerFn = Callable[[Job], Any]
 """A sync ``def`` or an ``async def`` taking the :class:`~pqueue.job.Job`."""
 
 DSN_ENV = "PQUEUE_DSN"
+MAX_NAMES_SHOWN = 20
+"""Registered types an :class:`~pqueue.errors.UnknownJobType` message lists at most."""
 
 
 class Handler:
@@ -159,7 +162,34 @@ class Router:
             self._add(handler)
 
     def get(self, name: str) -> Handler | None:
+        """The handler of job type ``name``, or None (the worker's lookup)."""
         return self._handlers.get(name)
+
+    def handler_for(self, name: str) -> Handler:
+        """The handler of job type ``name``; the producer's check that the type exists.
+
+        A client given this router calls it for every job it enqueues, so a typo such as
+        ``"email:welcom"`` is refused before anything is stored instead of bouncing
+        between workers that have no handler for it (ADR 0022).
+
+        Raises :class:`~pqueue.errors.UnknownJobType` naming the closest registered type.
+        """
+        handler = self._handlers.get(name)
+        if handler is None:
+            raise UnknownJobType(self._unknown_message(name))
+        return handler
+
+    def _unknown_message(self, name: object) -> str:
+        names = self.names
+        hint = did_you_mean(name, names)
+        shown = ", ".join(repr(n) for n in names[:MAX_NAMES_SHOWN]) or "none"
+        if len(names) > MAX_NAMES_SHOWN:
+            shown += f", ... ({len(names)} in all)"
+        return (
+            f"job type {name!r} is not registered in this client's router"
+            f"{'; ' + hint if hint else ''} (registered: {shown}); nothing was enqueued. "
+            "A client made without router= enqueues any type."
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self._handlers

@@ -138,7 +138,24 @@ class _LoopThread:
 class Client:
     """Blocking producer and admin API; ``with Client(dsn) as client: client.enqueue(...)``.
 
-    Takes the same arguments as :class:`~pqueue.AsyncClient`.
+    Every method is :class:`~pqueue.AsyncClient`'s, run on the client's own loop thread
+    and waited for; share one client between threads. Every call on a closed client
+    raises :class:`~pqueue.errors.ClientClosed`.
+
+    Args:
+        dsn: where the jobs live (``memory://``, ``redis://``, ``rediss://``,
+            ``postgresql://``; see :func:`pqueue.connect`).
+        clock: a test clock; without one, brokers take the time from their server.
+        middleware: middleware whose enqueue hooks see every batch this client sends.
+        router: the app's :class:`~pqueue.Router`: registered types take their handler's
+            defaults, and a type it does not know is refused with
+            :class:`~pqueue.errors.UnknownJobType`. Leave it out to enqueue types that
+            other services handle.
+        **options: the backend's own settings (``prefix``, ``schema``, ``retention``, ...),
+            which override the DSN's query parameters.
+
+    Raises:
+        ConfigError: a malformed DSN, an unknown scheme, or an unknown or invalid option.
     """
 
     def __init__(
@@ -189,7 +206,12 @@ class Client:
             raise
 
     def open(self) -> None:
-        """Connect now (otherwise the first call connects); reopens a closed client."""
+        """Connect now (otherwise the first call connects); reopens a closed client.
+
+        Raises:
+            BrokerUnavailable: the server cannot be reached.
+            SchemaError: the storage is missing or was written by a newer pqueue.
+        """
         with self._lock:
             self._closed = False
         self._call(lambda c: c.open())
@@ -197,11 +219,16 @@ class Client:
     def close(self, *, grace: float | None = None) -> None:
         """Close connections and stop the loop thread; idempotent.
 
-        New calls are refused at once with :class:`~pqueue.errors.ClientClosed`; calls
-        already running on other threads get ``grace`` seconds (default
-        :data:`CLOSE_GRACE`) to finish, then are
-        cancelled and raise ``ClientClosed``. Every later call raises ``ClientClosed``
-        until :meth:`open` (or ``with``) opens the client again.
+        New calls are refused at once with :class:`~pqueue.errors.ClientClosed`. Every
+        later call raises ``ClientClosed`` until :meth:`open` (or ``with``) opens the
+        client again.
+
+        Args:
+            grace: seconds calls already running on other threads get to finish (default
+                :data:`CLOSE_GRACE`); then they are cancelled and raise ``ClientClosed``.
+
+        Raises:
+            RuntimeError: called from the client's own loop thread (e.g. a middleware hook).
         """
         with self._lock:
             runner = self._runner
@@ -212,6 +239,7 @@ class Client:
             runner.stop(CLOSE_GRACE if grace is None else grace)
 
     def __enter__(self) -> Client:
+        """:meth:`open` the client and return it; if opening fails, close it and raise."""
         try:
             self.open()
         except BaseException:
@@ -223,6 +251,7 @@ class Client:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """:meth:`close` the client, whether or not the block raised."""
         self.close()
 
     # -- producing ------------------------------------------------------------------
@@ -244,7 +273,31 @@ class Client:
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_id: str | None = None,
     ) -> EnqueueResult:
-        """Enqueue one job; see :meth:`AsyncClient.enqueue`."""
+        """Enqueue one job of ``type``; returns its id and whether it was created.
+
+        Args:
+            type: the job type, the name its handler is registered under.
+            payload: the handler's input, a JSON value of at most 1 MiB encoded.
+            queue, delay, run_at, max_retries, timeout: where and when it runs, how often
+                it is retried and how long a run may take (defaults: ``"default"``, now, 3,
+                none, or the handler's when the client was given the router).
+            unique_for, unique_key: hold a unique key that long; an enqueue meeting a held
+                key stores nothing.
+            idempotency_key: jobs with this key run to success at most once.
+            meta, max_recoveries, job_id: string tags, how often the job may be taken back
+                from a dead worker, and a caller-chosen id.
+            (Each in full at :meth:`AsyncClient.enqueue`.)
+
+        Returns:
+            ``EnqueueResult(id, created)``; ``created`` is False when a held unique key or
+            an existing ``job_id`` matched and nothing was stored.
+
+        Raises:
+            UnknownJobType: the client was given a router that does not know ``type``.
+            InvalidJob: an invalid name, payload or option; nothing is stored.
+            BrokerUnavailable: the server cannot be reached.
+            ClientClosed: the client is closed, or was closed during the call.
+        """
         task = Task(
             type,
             payload,
@@ -263,16 +316,43 @@ class Client:
         return self.enqueue_task(task)
 
     def enqueue_task(self, task: Task) -> EnqueueResult:
+        """Enqueue one prepared :class:`Task` (what ``handler.enqueue`` sends).
+
+        Args:
+            task: the job's type, payload and options.
+
+        Returns:
+            ``EnqueueResult(id, created)``, as :meth:`enqueue`.
+
+        Raises:
+            UnknownJobType, InvalidJob, BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
+        """
         task.to_spec()  # validate in the caller's thread so the traceback points at the caller
         return self._call(lambda c: c.enqueue_task(task))
 
     async def enqueue_task_async(self, task: Task) -> EnqueueResult:
-        """Enqueue from any event loop without blocking it (used by ``handler.enqueue_async``)."""
+        """:meth:`enqueue_task`, awaitable from any event loop without blocking it.
+
+        Used by ``handler.enqueue_async``; the call itself runs on this client's loop
+        thread. Args: ``task``, the job to enqueue. Returns and raises what
+        :meth:`enqueue_task` does.
+        """
         task.to_spec()
         return await self._call_async(lambda c: c.enqueue_task(task))
 
     def enqueue_many(self, tasks: Iterable[Task]) -> list[EnqueueResult]:
-        """Enqueue many jobs in one broker round trip; see :meth:`AsyncClient.enqueue_many`."""
+        """Enqueue many jobs in one broker round trip; results keep the input order.
+
+        Args:
+            tasks: the jobs, e.g. ``[handler.task(payload) for payload in rows]``.
+
+        Returns:
+            One ``EnqueueResult(id, created)`` per task, in the tasks' order.
+
+        Raises:
+            UnknownJobType, InvalidJob: for any one task; nothing of the batch is stored.
+            BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
+        """
         batch = list(tasks)
         return self._call(lambda c: c.enqueue_many(batch))
 
@@ -291,7 +371,26 @@ class Client:
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_ids: Sequence[str] | None = None,
     ) -> list[EnqueueResult]:
-        """One job of ``type`` per payload, same options; see :meth:`AsyncClient.enqueue_map`."""
+        """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
+
+        Args:
+            type: the job type of every job.
+            payloads: one JSON value per job.
+            queue, delay, run_at, max_retries, timeout, meta, max_recoveries: as in
+                :meth:`enqueue`, the same for every job.
+            unique_for: each job's unique key is derived from its payload, so equal
+                payloads make one job.
+            job_ids: one caller-chosen id per payload, so sending the same jobs again adds
+                none.
+
+        Returns:
+            One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
+
+        Raises:
+            UnknownJobType, InvalidJob: a bad type, option or any one payload; nothing is
+                stored.
+            BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
+        """
         batch = list(payloads)
         options: dict[str, Any] = {
             "queue": queue,
@@ -309,15 +408,33 @@ class Client:
     # -- inspecting and admin -------------------------------------------------------
 
     def get_job(self, job_id: str) -> Job:
+        """The job with this id, as stored now.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+
+        Returns:
+            The :class:`~pqueue.job.Job`.
+
+        Raises:
+            JobNotFound: no such job (never enqueued, or pruned after its retention).
+        """
         return self._call(lambda c: c.get_job(job_id))
 
     def stats(self) -> Stats:
+        """A snapshot of jobs per queue and status, and of the workers seen recently.
+
+        Returns:
+            :class:`~pqueue.client.Stats`.
+        """
         return self._call(lambda c: c.stats())
 
     def list_queues(self) -> list[str]:
+        """Every queue that has held a job, sorted by name."""
         return self._call(lambda c: c.list_queues())
 
     def list_workers(self) -> list[WorkerInfo]:
+        """The workers that reported in recently (id, host, pid, queues, last seen)."""
         return self._call(lambda c: c.list_workers())
 
     def list_jobs(
@@ -329,12 +446,50 @@ class Client:
         limit: int = 50,
         offset: int = 0,
     ) -> JobPage:
+        """One page of the jobs in ``status``, in a stable order.
+
+        Args:
+            status: a :class:`~pqueue.job.JobStatus` (or its value, e.g. ``"dead"``).
+            queue: only this queue's jobs; default: every queue's.
+            type: only jobs of this type; default: every type.
+            limit: the most jobs in the page (at least 1).
+            offset: how many jobs to skip; pass the previous page's ``next_offset``.
+
+        Returns:
+            A :class:`~pqueue.broker.JobPage`: ``jobs`` and ``next_offset`` (None on the last page).
+
+        Raises:
+            InvalidRequest: an unknown status, a limit below 1 or a negative offset.
+        """
         return self._call(lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset))
 
     def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
+        """One page of the dead-letter queue; :meth:`list_jobs` for status ``dead``.
+
+        Args:
+            queue: only this queue's dead jobs; default: every queue's.
+            limit: the most jobs in the page (at least 1).
+            offset: how many jobs to skip; pass the previous page's ``next_offset``.
+
+        Returns:
+            A :class:`~pqueue.broker.JobPage` whose jobs carry ``last_error``.
+
+        Raises:
+            InvalidRequest: a limit below 1 or a negative offset.
+        """
         return self._call(lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset))
 
     def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        """Move dead jobs back to pending with a fresh retry budget.
+
+        Args:
+            queue: requeue this queue's dead jobs (with ``job_ids``: only those in it).
+            job_ids: requeue these jobs; ids that are not dead are skipped. With neither
+                argument, every dead job is requeued.
+
+        Returns:
+            How many jobs moved.
+        """
         return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
 
     def purge_dead(
@@ -344,13 +499,43 @@ class Client:
         job_ids: Sequence[str] | None = None,
         older_than: float | timedelta | None = None,
     ) -> int:
+        """Delete dead jobs for good.
+
+        Args:
+            queue: delete this queue's dead jobs (with ``job_ids``: only those in it).
+            job_ids: delete these jobs; ids that are not dead are skipped. With neither
+                argument, every dead job is deleted.
+            older_than: only jobs dead for at least this long (seconds or a timedelta).
+
+        Returns:
+            How many jobs were deleted.
+        """
         return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
 
     def cancel(self, job_id: str) -> bool:
+        """Cancel a job that has not started (pending, scheduled or waiting to retry).
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+
+        Returns:
+            True if the job is now cancelled; False if it is running or finished.
+
+        Raises:
+            JobNotFound: no such job.
+        """
         return self._call(lambda c: c.cancel(job_id))
 
     def health(self) -> str:
-        """Check the broker answers and its schema is current; see :meth:`AsyncClient.health`."""
+        """Check that the broker answers and its storage schema is current.
+
+        Returns:
+            What was checked, e.g. ``"postgres schema 'pqueue' at version 2"``.
+
+        Raises:
+            BrokerUnavailable: the server does not answer.
+            SchemaError: the storage schema is missing or not the one this pqueue writes.
+        """
         return self._call(lambda c: c.health())
 
     def scan_jobs(self, scan: JobScan) -> Iterator[Sequence[Job]]:
@@ -358,6 +543,13 @@ class Client:
 
         Each page is one call on the client's loop; the scan's cursor (a Postgres
         transaction) is closed when the iteration ends or the iterator is dropped.
+
+        Args:
+            scan: a :class:`~pqueue.broker.JobScan` (statuses, queue, since, part of
+                parts, page size).
+
+        Returns:
+            An iterator of pages (sequences of :class:`~pqueue.job.Job`).
         """
         pages = self._loop_thread().client.scan_jobs(scan)  # runs only when iterated, on the loop
         try:

@@ -37,7 +37,7 @@ def test_not_a_dsn(dsn: object) -> None:
 
 
 def test_bad_memory_options() -> None:
-    with pytest.raises(ConfigError, match="unknown option"):
+    with pytest.raises(ConfigError, match=r"unknown (DSN parameter|keyword option)"):
         pqueue.connect("memory://x?colour=blue")
     with pytest.raises(ConfigError, match="retention"):
         pqueue.connect("memory://x?retention=soon")
@@ -106,3 +106,51 @@ def test_plug_ins_add_schemes_but_cannot_take_over_a_built_in_one(monkeypatch: p
     broker = pqueue.connect("memory://unit-plugins")
     assert isinstance(broker, MemoryBroker)
     drop_store("unit-plugins")
+
+
+@pytest.mark.parametrize(
+    ("dsn", "options", "unknown", "guess", "known"),
+    [
+        ("memory://opts?bogus=1", {}, "'bogus'", None, "retention"),
+        ("memory://opts?retenton=5", {}, "'retenton'", "'retention'", "retention"),
+        ("memory://opts", {"bogus": 1}, "'bogus'", None, "retention"),
+        ("redis://127.0.0.1:6379/0?bogus=1", {}, "'bogus'", None, "prefix, retention, pool_size"),
+        ("redis://h/0?prefx=app", {}, "'prefx'", "'prefix'", "socket_timeout"),
+        ("redis://h/0", {"pool_sise": 4}, "'pool_sise'", "'pool_size'", "pool_timeout, retries"),
+        ("postgresql://db/app?bogus=1", {}, "'bogus'", None, "schema"),
+        ("postgresql://db/app?sslmod=require", {}, "'sslmod'", "'sslmode'", "application_name"),
+        ("postgres://db/app", {"shema": "x"}, "'shema'", "'schema'", "pool_max"),
+    ],
+)
+def test_unknown_options_are_refused_naming_the_known_ones(
+    dsn: str, options: dict[str, object], unknown: str, guess: str | None, known: str
+) -> None:
+    """The DSN's query parameters and the keyword options of every backend, before any I/O."""
+    if dsn.startswith("redis"):
+        pytest.importorskip("redis")
+    if dsn.startswith("postgres"):
+        pytest.importorskip("psycopg")
+    with pytest.raises(ConfigError) as info:
+        pqueue.connect(dsn, **options)
+    message = str(info.value)
+    assert f"unknown {'keyword option' if options else 'DSN parameter'} {unknown}" in message
+    assert known in message.split("known: ")[1]
+    assert (f"did you mean {guess}?" in message) if guess else ("did you mean" not in message)
+
+
+def test_clients_refuse_unknown_options_too() -> None:
+    with pytest.raises(ConfigError, match="unknown keyword option 'bogus'"):
+        pqueue.AsyncClient("memory://opts", bogus=1)
+    with pytest.raises(ConfigError, match="unknown DSN parameter 'bogus'"):
+        pqueue.Client("memory://opts?bogus=1")
+
+
+def test_every_unknown_option_is_named_once() -> None:
+    with pytest.raises(ConfigError) as info:
+        pqueue.connect("memory://opts?b=1&a=2&b=3")
+    assert "unknown DSN parameters 'a', 'b'; known: retention" in str(info.value)
+
+
+def test_secret_parameters_of_every_driver_are_redacted() -> None:
+    assert redact("rediss://h/0?ssl_password=hunter2&db=1") == "rediss://h/0?ssl_password=***&db=1"
+    assert "hunter2" not in redact("postgresql://db/x?oauth_client_secret=hunter2")

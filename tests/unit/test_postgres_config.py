@@ -48,7 +48,7 @@ def test_bad_settings_are_refused_by_name(dsn: str, message: str) -> None:
 
 
 def test_unknown_keyword_options_are_refused() -> None:
-    with pytest.raises(ConfigError, match="unknown option"):
+    with pytest.raises(ConfigError, match=r"unknown (DSN parameter|keyword option)"):
         PostgresBroker.from_url("postgresql://db/app", prefix="x")
 
 
@@ -99,3 +99,16 @@ def test_prepared_statements_can_be_turned_off_for_old_poolers() -> None:
     assert off.prepare is False and connection_kwargs(off)["prepare_threshold"] is None
     with pytest.raises(ConfigError, match="prepare"):
         PostgresConfig.from_url("postgresql://db/app?prepare=maybe")
+
+
+def test_every_libpq_parameter_passes_through_and_nothing_else() -> None:
+    config = PostgresConfig.from_url(
+        "postgresql://db/app?application_name=web&connect_timeout=3&ssl=true&target_session_attrs=any"
+    )
+    assert config.conninfo.endswith(
+        "?application_name=web&connect_timeout=3&ssl=true&target_session_attrs=any"
+    )
+    with pytest.raises(ConfigError, match=r"unknown DSN parameter 'bogus'; known: .*sslmode"):
+        PostgresConfig.from_url("postgresql://db/app?bogus=1")
+    with pytest.raises(ConfigError, match=r"unknown keyword option 'sslmode'.*go in the DSN"):
+        PostgresConfig.from_url("postgresql://db/app", {"sslmode": "require"})

@@ -97,3 +97,23 @@ def test_decode_job_reports_malformed_hashes(change: dict[str, str | None]) -> N
     fields = {**GOOD, **change}
     with pytest.raises(CorruptJob, match="id"):
         decode_job("id", "q", {k: v for k, v in fields.items() if v is not None})
+
+
+def test_redis_py_options_pass_through_and_tls_ones_need_rediss() -> None:
+    opts = RedisOptions.parse("redis://h/0?socket_timeout=5&db=2&socket_connect_timeout=1&prefix=p", {})
+    assert opts.url == "redis://h/0?socket_timeout=5&db=2&socket_connect_timeout=1"
+    with pytest.raises(ConfigError, match=r"unknown DSN parameter 'ssl_ca_certs'.*need a rediss:// DSN"):
+        RedisOptions.parse("redis://h/0?ssl_ca_certs=/ca.pem", {})
+
+
+@pytest.mark.parametrize(
+    "setting", ["max_connections", "decode_responses", "client_name", "health_check_interval"]
+)
+def test_settings_pqueue_makes_itself_cannot_be_overridden_from_the_dsn(setting: str) -> None:
+    with pytest.raises(ConfigError, match=f"unknown DSN parameter '{setting}'"):
+        RedisOptions.parse(f"redis://h/0?{setting}=1", {})
+
+
+def test_driver_options_are_refused_as_keywords_with_a_pointer_to_the_dsn() -> None:
+    with pytest.raises(ConfigError, match=r"unknown keyword option 'socket_timeout'.* go in the DSN"):
+        RedisOptions.parse("redis://h/0", {"socket_timeout": 5})

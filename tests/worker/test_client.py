@@ -7,7 +7,18 @@ from datetime import timedelta
 
 import pytest
 
-from pqueue import AsyncClient, Client, InvalidPayload, Job, JobNotFound, JobStatus, Router, SkipRetry, Task
+from pqueue import (
+    AsyncClient,
+    Client,
+    InvalidPayload,
+    Job,
+    JobNotFound,
+    JobStatus,
+    Router,
+    SkipRetry,
+    Task,
+    UnknownJobType,
+)
 from pqueue.clock import ManualClock, to_datetime
 from tests.worker.conftest import MakeWorker, count_broker_enqueues, running, settled
 
@@ -118,10 +129,13 @@ async def test_router_defaults_apply_to_enqueue_by_name(
         overridden = await routed.get_job(
             (await routed.enqueue("email:welcome", queue="low", max_retries=0)).id
         )
-        unregistered = await routed.get_job((await routed.enqueue("other:type")).id)
+        with pytest.raises(UnknownJobType, match="did you mean 'email:welcome'"):
+            await routed.enqueue("email:welcom")  # a router makes the client refuse types it lacks
+        unregistered = await client.get_job((await client.enqueue("other:type")).id)  # no router: any type
     assert (by_name.queue, by_name.max_retries, by_name.timeout) == ("critical", 1, 5.0)
     assert (overridden.queue, overridden.max_retries) == ("low", 0)
     assert (unregistered.queue, unregistered.max_retries, unregistered.timeout) == ("default", 3, None)
+    assert (await client.stats()).total(JobStatus.PENDING) == 3
 
 
 async def test_sync_client_is_the_same_api_from_any_thread(

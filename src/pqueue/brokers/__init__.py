@@ -10,12 +10,14 @@ psycopg. Third-party backends register a scheme through the entry-point group
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from typing import Any, cast
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pqueue.broker import FullBroker
 from pqueue.clock import Clock
 from pqueue.errors import ConfigError
+from pqueue.suggest import did_you_mean
 
 ENTRY_POINT_GROUP = "pqueue.brokers"
 
@@ -29,8 +31,8 @@ _BUILTIN: dict[str, tuple[str, str]] = {
 """scheme -> (import target, the pip extra that provides its driver)."""
 
 
-SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
-"""Query parameters that carry secrets (libpq accepts ``?password=``)."""
+SECRET_PARAMETERS = frozenset({"password", "sslpassword", "ssl_password", "oauth_client_secret"})
+"""Query parameters that carry secrets (libpq accepts ``?password=``, redis-py ``?ssl_password=``)."""
 
 
 def redact(dsn: str) -> str:
@@ -58,6 +60,29 @@ def split_dsn(dsn: str) -> SplitResult:
     except ValueError as exc:
         raise ConfigError(f"malformed DSN {redact(dsn)!r}: {exc}") from exc
     return parts
+
+
+def refuse_unknown_options(
+    backend: str, given: Iterable[str], known: Iterable[str], *, source: str, hint: str = ""
+) -> None:
+    """Raise :class:`ConfigError` if ``given`` holds a name ``known`` lacks; the message lists ``known``.
+
+    Every built-in backend checks its DSN query parameters and its keyword options with
+    this, so a typo (``?prefx=``) is refused when the broker is made, naming the options
+    that exist, instead of being ignored or failing later inside the driver. ``source``
+    says where the names came from ("DSN parameter", "keyword option"); ``hint`` is added
+    after the list.
+    """
+    allowed = list(known)
+    unknown = sorted(set(given) - set(allowed))
+    if not unknown:
+        return
+    guesses = [guess for guess in (did_you_mean(name, allowed) for name in unknown) if guess]
+    raise ConfigError(
+        f"{backend} broker: unknown {source}{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(repr(name) for name in unknown)}{' (' + '; '.join(guesses) + ')' if guesses else ''}; "
+        f"known: {', '.join(allowed)}{hint}"
+    )
 
 
 def _plugins() -> list[Any]:
@@ -101,8 +126,16 @@ def _load(scheme: str) -> Any:
 def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBroker:
     """Return an unopened broker for ``dsn``; use ``async with`` or ``await b.open()``.
 
-    ``clock`` injects a test clock (production brokers use their server's time);
-    ``options`` are backend settings that override the DSN's query parameters.
+    Args:
+        dsn: ``scheme://...`` with a built-in scheme (``memory``, ``redis``, ``rediss``,
+            ``postgresql``, ``postgres``) or one a plug-in registered.
+        clock: a test clock; production brokers use their server's time.
+        **options: the backend's own settings, overriding the DSN's query parameters.
+
+    Raises:
+        ConfigError: not a DSN, an unknown scheme, a backend whose driver is not
+            installed, or an unknown or invalid option (built-in backends name the known
+            ones). Nothing connects here.
     """
     if not isinstance(dsn, str) or "://" not in dsn:
         raise ConfigError(

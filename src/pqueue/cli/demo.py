@@ -18,7 +18,8 @@ flaky ones that succeed after retries, poison ones that end in the dead-letter q
 delayed ones, unique duplicates refused at enqueue, and a charge delivered twice under
 one idempotency key. Shows live progress, then a table of outcomes and timings, and
 exits 0 only if every job ended in its expected state. Runs on memory:// by default;
---dsn points it at Redis or Postgres (it uses its own demo.* queues).
+--dsn points it at Redis or Postgres (it uses its own demo.* queues). Each run's unique
+and idempotency keys carry its run id, so runs on the same broker never meet.
 """
 
 
@@ -41,13 +42,18 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pqueue.demo import run_demo
+    from pqueue.brokers import redact
+    from pqueue.demo import new_run_id, run_demo
     from pqueue.demo.display import render_table
 
     resolve(args)
     configure_logging(args.log_level)
     logging.getLogger("pqueue").setLevel(args.log_level)
-    print(f"pqueue demo: about {args.jobs} jobs on {args.dsn}, {args.workers} workers x {args.concurrency}")
+    run_id = new_run_id()
+    print(
+        f"pqueue demo run {run_id}: about {args.jobs} jobs on {redact(args.dsn)}, "
+        f"{args.workers} workers x {args.concurrency}"
+    )
     live = not args.no_progress and sys.stderr.isatty()
     result = asyncio.run(
         run_demo(
@@ -57,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             timeout=args.timeout,
             seed=args.seed,
+            run_id=run_id,
             out=sys.stderr,
             live=live,
         )

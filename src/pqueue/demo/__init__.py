@@ -5,6 +5,6 @@ workers and checks every job's final state, :mod:`.display` draws the progress b
 and the final table.
 """
 
-from pqueue.demo.scenario import DemoResult, run_demo
+from pqueue.demo.scenario import DemoResult, new_run_id, run_demo
 
-__all__ = ["DemoResult", "run_demo"]
+__all__ = ["DemoResult", "new_run_id", "run_demo"]

@@ -102,8 +102,9 @@ def render_table(result: DemoResult) -> str:
     total_runs = sum(len(v) for v in t.durations.values())
     lines += [
         "",
-        f"{result.created} jobs settled in {result.elapsed:.1f}s (the delayed ones were due up to 3 s "
-        f"after enqueue) by {result.workers} workers x {result.concurrency} slots; {total_runs} handler runs",
+        f"run {result.run_id}: {result.created} jobs settled in {result.elapsed:.1f}s (the delayed ones were "
+        f"due up to 3 s after enqueue) by {result.workers} workers x {result.concurrency} slots; "
+        f"{total_runs} handler runs",
         f"unique: {result.refused} duplicate reports refused at enqueue (the existing job's id returned)",
         f"idempotency: {sum(n for (_, o), n in t.outcomes.items() if o is Outcome.DUPLICATE)} duplicate "
         "charge deliveries acked without running; each charge ran exactly once",

@@ -1,10 +1,18 @@
-"""The demo scenario: plan a mix of jobs, run a worker pool over it, check every final state."""
+"""The demo scenario: plan a mix of jobs, run a worker pool over it, check every final state.
+
+Every run has its own id, and every unique and idempotency key the demo sends carries
+it: a second ``pqueue demo`` on the same broker must not meet the first run's keys
+(its reports would be refused as duplicates and never run, its charges acked as
+already done). The tracker counts only the jobs this run enqueued, so the table stays
+true on a broker that still holds an earlier run's jobs.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
+import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -29,23 +37,37 @@ class Plan:
     expected: list[JobStatus] = field(default_factory=list)
     unique_repeats: list[Task] = field(default_factory=list)
     """Second enqueues of unique reports: each must be refused."""
+    charge_keys: list[str] = field(default_factory=list)
+    """The idempotency keys of the charges: each must run exactly once."""
 
     def add(self, task: Task, expected: JobStatus = JobStatus.COMPLETED) -> None:
         self.tasks.append(task)
         self.expected.append(expected)
 
 
-def make_plan(jobs: int, rng: random.Random) -> Plan:
-    """About ``jobs`` jobs in realistic proportions, plus the special cases."""
+def new_run_id() -> str:
+    """A short random id that scopes one run's unique and idempotency keys."""
+    return uuid.uuid4().hex[:12]
+
+
+def make_plan(jobs: int, rng: random.Random, run_id: str) -> Plan:
+    """About ``jobs`` jobs in realistic proportions, plus the special cases.
+
+    The reports' unique keys and the charges' idempotency keys carry ``run_id``.
+    """
     plan = Plan()
     reports = max(2, jobs // 150)
     for day in range(reports):
-        report = tasks.report.task({"day": f"2026-01-{day + 1:02d}"}, unique_for=3600)
+        report_day = f"2026-01-{day + 1:02d}"
+        report = tasks.report.task(
+            {"day": report_day}, unique_for=3600, unique_key=f"demo:{run_id}:report:{report_day}"
+        )
         plan.add(report)
         plan.unique_repeats.append(report)
     for key in range(max(2, jobs // 300)):  # each charge is delivered twice
+        plan.charge_keys.append(f"demo:{run_id}:order-{key}")
         for _ in range(2):
-            plan.add(tasks.charge.task({"cents": 1999}, idempotency_key=f"demo-order-{key}"))
+            plan.add(tasks.charge.task({"cents": 1999}, idempotency_key=plan.charge_keys[-1]))
     for record in range(max(2, jobs // 100)):
         plan.add(tasks.poison.task({"record": record, "malformed": record % 2 == 1}), JobStatus.DEAD)
     for _ in range(max(1, jobs // 1000)):
@@ -68,14 +90,25 @@ def make_plan(jobs: int, rng: random.Random) -> Plan:
 
 
 class Tracker(Middleware):
-    """Counts outcomes and handler durations per job type as the workers settle jobs."""
+    """Counts outcomes and handler durations per job type as the workers settle this run's jobs.
+
+    Jobs the workers find from an earlier run (one stopped half-way) run too, but are
+    not counted: only the ids given to :meth:`expect` are.
+    """
 
     def __init__(self) -> None:
         self.final = 0
         self.outcomes: Counter[tuple[str, Outcome]] = Counter()
         self.durations: defaultdict[str, list[float]] = defaultdict(list)
+        self.ids: frozenset[str] = frozenset()
+
+    def expect(self, ids: list[str]) -> None:
+        """Count the jobs with these ids (this run's), and no others."""
+        self.ids = frozenset(ids)
 
     def after_job(self, report: JobReport) -> None:
+        if report.job.id not in self.ids:
+            return
         job_type = report.job.type
         self.outcomes[job_type, report.outcome] += 1
         if report.outcome in RAN:
@@ -88,6 +121,7 @@ class Tracker(Middleware):
 class DemoResult:
     """What the demo saw; ``ok`` when every job ended in its expected state."""
 
+    run_id: str
     created: int
     refused: int
     wrong: list[str]
@@ -111,17 +145,26 @@ async def run_demo(
     concurrency: int = 32,
     timeout: float = 120.0,
     seed: int | None = None,
+    run_id: str | None = None,
     out: TextIO,
     live: bool,
 ) -> DemoResult:
-    """Enqueue the mix on ``dsn``, run ``workers`` workers until every job is settled, verify."""
-    plan = make_plan(jobs, random.Random(seed))
+    """Enqueue the mix on ``dsn``, run ``workers`` workers until every job is settled, verify.
+
+    ``run_id`` (a fresh random one by default) scopes the run's unique and idempotency
+    keys, so runs on the same broker never meet each other's keys. The mix is the same
+    for the same ``seed``. Returns what was seen; ``result.ok`` is False if a job ended in
+    the wrong state or ``timeout`` seconds passed before all were settled.
+    """
+    run_id = run_id or new_run_id()
+    plan = make_plan(jobs, random.Random(seed), run_id)
     tasks.charges.clear()
     tracker = Tracker()
-    async with AsyncClient(dsn) as client:
+    async with AsyncClient(dsn, router=tasks.router) as client:
         results = []
         for start in range(0, len(plan.tasks), 1000):
             results += await client.enqueue_many(plan.tasks[start : start + 1000])
+        tracker.expect([r.id for r in results])
         repeats = await client.enqueue_many(plan.unique_repeats)
         pool = [
             Worker(
@@ -155,6 +198,8 @@ async def run_demo(
         elapsed = time.perf_counter() - started
         ids = [r.id for r in results]
         wrong, by_type, expected_by_type = await _verify(client, plan, ids)
+        if tracker.final < len(results):
+            wrong.insert(0, f"timed out after {timeout:g} s: {tracker.final} of {len(results)} jobs settled")
         # Leave no dead demo jobs in a real server's dead-letter queue (completed ones are
         # pruned after the broker's retention like any other).
         dead = [
@@ -162,8 +207,14 @@ async def run_demo(
         ]
         await client.purge_dead(job_ids=dead)
     wrong += [f"unique report enqueued twice: {r.id}" for r in repeats if r.created]
-    wrong += [f"charge {key} ran {n} times" for key, n in sorted(tasks.charges.items()) if n != 1]
+    wrong += [
+        f"{task.type} {r.id} was not created: its unique key was taken"
+        for task, r in zip(plan.tasks, results, strict=True)
+        if not r.created
+    ]
+    wrong += [f"charge {key} ran {n} times" for key in plan.charge_keys if (n := tasks.charges[key]) != 1]
     return DemoResult(
+        run_id=run_id,
         created=len(results),
         refused=sum(not r.created for r in repeats),
         wrong=wrong,

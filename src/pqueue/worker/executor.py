@@ -20,7 +20,7 @@ from typing import Any
 
 from pqueue.broker import FullBroker, IdempotencyState
 from pqueue.clock import to_epoch
-from pqueue.errors import Retry, SkipRetry
+from pqueue.errors import Retry, SkipRetry, UnknownJobType
 from pqueue.job import TRACEBACK_TAIL_CHARS, ErrorInfo, Job, Lease
 from pqueue.middleware import MiddlewareChain
 from pqueue.outcome import has_retries_left, next_retry_in
@@ -36,10 +36,6 @@ _encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 
 MAX_RESULT_CHARS = 1024 * 1024
 """Results longer than this (encoded) are not stored; the job still completes."""
-
-
-class UnknownJobType(LookupError):
-    """No handler is registered for the job's type in this worker."""
 
 
 Attempt = tuple[bool, Any]

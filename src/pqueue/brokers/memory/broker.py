@@ -28,7 +28,7 @@ from pqueue.broker import (
     admin_filter,
     page_request,
 )
-from pqueue.brokers import split_dsn
+from pqueue.brokers import refuse_unknown_options, split_dsn
 from pqueue.brokers.memory.store import MemoryStore
 from pqueue.clock import Clock, SystemClock
 from pqueue.errors import ConfigError
@@ -36,6 +36,10 @@ from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 
 DEFAULT_RETENTION = 24 * 3600.0
 """Seconds completed and cancelled jobs are kept before :meth:`prune` removes them."""
+
+OPTIONS = ("retention",)
+"""The settings a ``memory://`` DSN (or a keyword option) may carry."""
+
 
 _stores: dict[str, MemoryStore] = {}
 _stores_lock = threading.Lock()
@@ -74,15 +78,18 @@ class MemoryBroker:
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> MemoryBroker:
-        """``memory://[name][?retention=SECONDS]``."""
+        """``memory://[name][?retention=SECONDS]``; ``retention`` may also be a keyword option.
+
+        Raises :class:`ConfigError` for another scheme, an option other than ``retention``
+        (in the DSN or as a keyword) or a retention that is not a number >= 0.
+        """
         parts = split_dsn(dsn)
         if parts.scheme != "memory":
             raise ConfigError(f"not a memory DSN: {dsn!r}")
         name = (parts.netloc + parts.path).strip("/") or "default"
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        unknown = set(query) - {"retention"}
-        if unknown:
-            raise ConfigError(f"memory DSN: unknown option(s) {sorted(unknown)}; known: ['retention']")
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        refuse_unknown_options("memory", query, OPTIONS, source="DSN parameter")
+        refuse_unknown_options("memory", options, OPTIONS, source="keyword option")
         try:
             retention = float(options.get("retention", query.get("retention", DEFAULT_RETENTION)))  # type: ignore[arg-type]
         except ValueError as exc:

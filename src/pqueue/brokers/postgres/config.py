@@ -1,18 +1,22 @@
 """Postgres broker settings, read from the DSN and keyword options.
 
 pqueue's own query parameters (``schema``, ``retention``, ``pool_min``, ``pool_max``,
-``pool_timeout``, ``prepare``) are taken out of the DSN; everything else (host, sslmode,
-connect_timeout, application_name, ...) goes to libpq untouched.
+``pool_timeout``, ``prepare``) are taken out of the DSN; libpq's connection parameters
+(host, sslmode, connect_timeout, application_name, ...) go to libpq untouched; any other
+is refused with a :class:`ConfigError` listing both.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-from pqueue.brokers import redact, split_dsn
+import psycopg
+
+from pqueue.brokers import redact, refuse_unknown_options, split_dsn
 from pqueue.brokers.postgres.sql import validate_schema
 from pqueue.errors import ConfigError
 
@@ -47,7 +51,12 @@ class PostgresConfig:
 
     @classmethod
     def from_url(cls, dsn: str, options: Mapping[str, object] | None = None) -> PostgresConfig:
-        """Parse ``postgresql://...?schema=...&retention=...``; ``options`` override the DSN."""
+        """Parse ``postgresql://...?schema=...&retention=...``; ``options`` override the DSN.
+
+        ``options`` are keyword options, pqueue's own only. Raises :class:`ConfigError`
+        for another scheme, an unknown DSN parameter or option (listing the known ones),
+        or a value out of range.
+        """
         parts = split_dsn(dsn)
         if parts.scheme not in _SCHEMES:
             raise ConfigError(f"not a Postgres DSN: {redact(dsn)!r} (use postgresql://...)")
@@ -58,11 +67,19 @@ class PostgresConfig:
                 ours[key] = value
             else:
                 libpq.append((key, value))
-        unknown = set(options or {}) - OWN_OPTIONS
-        if unknown:
-            raise ConfigError(
-                f"postgres broker: unknown option(s) {sorted(unknown)}; known: {sorted(OWN_OPTIONS)}"
-            )
+        refuse_unknown_options(
+            "postgres",
+            (k for k, _ in libpq),
+            (*sorted(OWN_OPTIONS), *libpq_parameters()),
+            source="DSN parameter",
+        )
+        refuse_unknown_options(
+            "postgres",
+            options or {},
+            sorted(OWN_OPTIONS),
+            source="keyword option",
+            hint=" (libpq's parameters, such as sslmode, go in the DSN)",
+        )
         ours.update(options or {})
         conninfo = urlunsplit(parts._replace(query=urlencode(libpq)))
         return cls(
@@ -82,6 +99,17 @@ class PostgresConfig:
         if self.pool_timeout <= 0:
             raise ConfigError("postgres broker: pool_timeout must be > 0 seconds")
         return self
+
+
+@functools.cache
+def libpq_parameters() -> tuple[str, ...]:
+    """The connection parameters this libpq knows (``host``, ``sslmode``, ...), and ``ssl``.
+
+    Asked of libpq itself, so a DSN is held to exactly the rule libpq would apply at
+    connect time, but now, with a :class:`ConfigError` listing them. ``ssl=true`` is the
+    alias libpq accepts in a URI's query for ``sslmode=require``.
+    """
+    return (*(option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()), "ssl")
 
 
 def _flag(name: str, value: object) -> bool:

@@ -1,4 +1,8 @@
-"""``redis://`` / ``rediss://`` DSN options: pqueue's own, the rest left to redis-py."""
+"""``redis://`` / ``rediss://`` DSN options: pqueue's own, and the few passed on to redis-py.
+
+Any other query parameter is refused here: redis-py would only fail on it at the first
+connection, with a ``TypeError`` about an unexpected keyword argument.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlunsplit
 
-from pqueue.brokers import split_dsn
+from pqueue.brokers import refuse_unknown_options, split_dsn
 from pqueue.brokers.redis.keys import DEFAULT_PREFIX, validate_prefix
 from pqueue.errors import ConfigError
 
@@ -15,7 +19,24 @@ DEFAULT_RETENTION = 24 * 3600.0
 """Seconds completed and cancelled jobs are kept (their hashes' TTL, and prune's cutoff)."""
 
 OWN_OPTIONS = ("prefix", "retention", "pool_size", "pool_timeout", "retries")
-"""Query parameters pqueue consumes; any other one is passed on to redis-py."""
+"""Query parameters (or keyword options) pqueue consumes itself."""
+DRIVER_OPTIONS = ("db", "socket_timeout", "socket_connect_timeout")
+"""Query parameters passed on to redis-py. Connection settings pqueue makes itself
+(pool size and timeout, retries, keep-alive, health checks, client name, decoding) are
+not among them: a DSN must not undo what the broker relies on."""
+TLS_OPTIONS = (
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_ca_path",
+    "ssl_ca_data",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_password",
+    "ssl_check_hostname",
+    "ssl_min_version",
+    "ssl_ciphers",
+)
+"""Query parameters passed on to redis-py's TLS connection; ``rediss://`` only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,17 +56,33 @@ class RedisOptions:
 
     @classmethod
     def parse(cls, dsn: str, overrides: Mapping[str, object]) -> RedisOptions:
-        """Split ``dsn`` into redis-py's URL and pqueue's options; ``overrides`` win."""
+        """Split ``dsn`` into redis-py's URL and pqueue's options; ``overrides`` win.
+
+        ``overrides`` are keyword options, pqueue's own only (:data:`OWN_OPTIONS`). The DSN
+        may also carry :data:`DRIVER_OPTIONS` (and :data:`TLS_OPTIONS` on ``rediss://``),
+        which go to redis-py. Raises :class:`ConfigError` for another scheme, any other
+        option (naming the known ones), or a value out of range.
+        """
         parts = split_dsn(dsn)
         if parts.scheme not in ("redis", "rediss"):
             raise ConfigError(f"not a redis DSN: expected redis:// or rediss://, got {parts.scheme!r}")
         query = parse_qsl(parts.query, keep_blank_values=True)
+        tls = TLS_OPTIONS if parts.scheme == "rediss" else ()
+        refuse_unknown_options(
+            "redis",
+            (k for k, _ in query),
+            (*OWN_OPTIONS, *DRIVER_OPTIONS, *tls),
+            source="DSN parameter",
+            hint=" (the ssl_* parameters need a rediss:// DSN)" if not tls and "ssl_" in parts.query else "",
+        )
+        refuse_unknown_options(
+            "redis",
+            overrides,
+            OWN_OPTIONS,
+            source="keyword option",
+            hint=f" (redis-py's {', '.join(DRIVER_OPTIONS)} go in the DSN)",
+        )
         own: dict[str, object] = {k: v for k, v in query if k in OWN_OPTIONS}
-        unknown = set(overrides) - set(OWN_OPTIONS)
-        if unknown:
-            raise ConfigError(
-                f"redis broker: unknown option(s) {sorted(unknown)}; known: {list(OWN_OPTIONS)}"
-            )
         own.update(overrides)
         passthrough = urlencode([(k, v) for k, v in query if k not in OWN_OPTIONS])
         return cls(
