@@ -17,6 +17,7 @@ from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 from pqueue.broker import FullBroker
 from pqueue.clock import Clock
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 from pqueue.suggest import did_you_mean
 
 ENTRY_POINT_GROUP = "pqueue.brokers"
@@ -113,12 +114,7 @@ def _load(scheme: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = (
-            f'; install it with: pip install "pqueue[{extra}]" (from a package index) '
-            f'or pip install -e ".[{extra}]" (in a clone of pqueue)'
-            if extra
-            else ""
-        )
+        hint = f"; install it with: {install_hint(extra)}" if extra else ""
         raise ConfigError(f"the {scheme}:// backend cannot be loaded ({exc}){hint}") from exc
     return getattr(module, attr)
 

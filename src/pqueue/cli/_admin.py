@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pqueue.cli._options import add_flag, resolve
 from pqueue.durations import format_duration
 from pqueue.errors import ConfigError, InvalidRequest
+from pqueue.extras import install_hint
 from pqueue.ids import is_job_id
 from pqueue.spec import validate_queue_name
 
@@ -87,7 +88,7 @@ def rich_module(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise ConfigError("tables need rich: pip install 'pqueue[cli]' (or use --json)") from None
+        raise ConfigError(f"tables need rich: {install_hint('cli')}; or use --json") from None
 
 
 def queue_filter(name: str | None) -> str | None:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from pqueue.spark.export import export
     except ImportError as exc:
-        raise ConfigError(f'pqueue export needs pyarrow: pip install "pqueue[spark]" ({exc})') from exc
+        raise ConfigError(f"pqueue export needs pyarrow ({exc}): {install_hint('spark')}") from exc
     from pqueue.spark.options import parse_since
     from pqueue.spec import validate_queue_name
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         from pqueue.spark.report import collect, report
         from pqueue.spark.session import spark_session
     except ImportError as exc:
-        raise ConfigError(f'pqueue report needs PySpark: pip install "pqueue[spark]" ({exc})') from exc
+        raise ConfigError(f"pqueue report needs PySpark ({exc}): {install_hint('spark')}") from exc
     from pqueue.spark.options import parse_since
     from pqueue.spark.render import html_report, print_tables
 

@@ -17,6 +17,7 @@ from pqueue.brokers import is_known_scheme, known_schemes, redact
 from pqueue.cli._options import add_flag, boolean, resolve
 from pqueue.cli.worker import log_level, port_number, positive_int
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 from pqueue.logs import configure_logging
 
 log = logging.getLogger("pqueue.web")
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
         from pqueue.web import create_app
     except ImportError as exc:
-        raise ConfigError(f"pqueue serve needs the web extra: pip install 'pqueue[web]' ({exc})") from exc
+        raise ConfigError(f"pqueue serve needs the web extra ({exc}): {install_hint('web')}") from exc
     settings = settings_from(args)
     configure_logging(args.log_level, args.log_format)
     app = create_app(args.dsn, settings=settings)

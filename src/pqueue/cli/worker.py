@@ -18,6 +18,7 @@ from pqueue.brokers import is_known_scheme, known_schemes, redact
 from pqueue.cli._app import load_router
 from pqueue.cli._options import add_flag, boolean, from_env, resolve
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 from pqueue.logs import configure_logging
 from pqueue.loops import LOOP_CHOICES, loop_choice
 
@@ -215,7 +216,7 @@ def require_metrics_extra() -> None:
     try:
         import prometheus_client  # noqa: F401
     except ImportError:
-        raise ConfigError("--metrics-port needs prometheus-client: pip install 'pqueue[metrics]'") from None
+        raise ConfigError(f"--metrics-port needs prometheus-client: {install_hint('metrics')}") from None
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pqueue.extras import install_hint
 from pqueue.ids import key_id
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PqueueDataSource", "EnqueueCounts", "enqueue", "key_id", "register"]
 
-_INSTALL_HINT = 'pqueue.spark needs PySpark and pyarrow: pip install "pqueue[spark]"'
+_INSTALL_HINT = f"pqueue.spark needs PySpark and pyarrow: {install_hint('spark')}"
 
 
 def __getattr__(name: str) -> Any:
