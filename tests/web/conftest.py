@@ -30,12 +30,6 @@ READER = "read-token-for-tests-0123456789"
 BASE = "http://pqueue.test"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "browser: drives Debian's chromium with Playwright (`make browser` installs chromium)"
-    )
-
-
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
