@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple, TypeVar
 
 from pqueue.broker import FullBroker
+from pqueue.errors import BrokerUnavailable
 from pqueue.job import ErrorInfo, Lease
 from pqueue.middleware import JobReport, MiddlewareChain, Outcome
 from pqueue.worker.leases import LeaseBook
@@ -26,8 +27,12 @@ log = logging.getLogger("pqueue.worker")
 
 T = TypeVar("T")
 
-RETRY_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
-"""Back-off between attempts to reach the broker when a settlement fails."""
+RETRY_DELAYS = (0.05, 0.1, 0.2)
+"""Back-off between the first attempts to reach the broker when a settlement fails; then
+every OUTAGE_RETRY seconds, for as long as the lease may still hold (``patience``)."""
+OUTAGE_RETRY = 0.2
+"""Seconds between attempts of the worker's loops (claim, settle, heartbeat) while the broker
+is unreachable: they go through within this long of its return."""
 
 
 @dataclass
@@ -78,8 +83,11 @@ class Settler:
         on_acked: Callable[[], None] = lambda: None,
         ack_interval: float = 0.0,
         busy_batch: int = 1,
+        patience: float = 30.0,
     ) -> None:
         self.broker = broker
+        self.patience = patience
+        """Seconds a failing settlement is retried: the lease, past which retrying is futile."""
         self.ack_interval = ack_interval
         """Under load, how long a finished job may wait for others to share its ack."""
         self.busy_batch = busy_batch
@@ -128,6 +136,7 @@ class Settler:
         self, lease: Lease, error: BaseException, info: ErrorInfo, retry_in: float | None, duration: float
     ) -> None:
         """Record the failure: the job waits ``retry_in`` seconds, or is dead when None."""
+        self.book.settling([lease])
         try:
             ok = await self._with_retries(lambda: self.broker.fail(lease, info, retry_in=retry_in))
         except Exception:
@@ -144,6 +153,7 @@ class Settler:
         into each job's error history."""
         if not leases:
             return
+        self.book.settling(leases)
         try:
             oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
         except Exception:
@@ -184,6 +194,7 @@ class Settler:
     async def _ack(self, batch: list[_Done]) -> None:
         leases = [done.lease for done in batch]
         results = [done.result_json for done in batch]
+        self.book.settling(leases)
         try:
             oks = await self._with_retries(
                 lambda: self.broker.ack(leases, results if any(r is not None for r in results) else None)
@@ -198,16 +209,22 @@ class Settler:
             self.report(JobReport(done.lease.job, done.outcome if ok else Outcome.LOST, done.duration))
 
     async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Retry a settlement while the broker is unreachable; the lease keeps the job safe meanwhile."""
-        for delay in (*RETRY_DELAYS, None):
+        """Retry a settlement while the broker is unreachable, for as long as the lease may
+        hold (``patience`` from the first failure): the lease keeps the job safe meanwhile,
+        and the lease token fences a settlement that arrives too late."""
+        give_up = time.monotonic() + self.patience
+        delays = iter(RETRY_DELAYS)
+        while True:
             try:
                 return await call()
             except (ConnectionError, OSError, TimeoutError) as exc:
-                if delay is None:
+                delay = next(delays, OUTAGE_RETRY)
+                if time.monotonic() + delay > give_up:
                     raise
-                log.warning("settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
+                # A BrokerUnavailable is logged once per outage (pqueue.brokers.health).
+                level = logging.DEBUG if isinstance(exc, BrokerUnavailable) else logging.WARNING
+                log.log(level, "settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """Wait for every queued ack to be durable, then stop the batcher."""

@@ -8,6 +8,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
@@ -17,15 +18,21 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
+from pqueue.brokers.health import ServerHealth, describe, health_of
 from pqueue.brokers.redis import scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, QueueKeys, global_keys, queue_keys
 from pqueue.clock import Clock
-from pqueue.errors import BrokerError, BrokerUnavailable, ConfigError, PQueueError, SchemaError
+from pqueue.errors import BrokerError, BrokerUnreachable, ConfigError, PQueueError, SchemaError
 
 LAYOUT_VERSION = "1"
 """Version of the key layout in docs/redis.md; ``open`` refuses any other."""
+
+RETRY_CAP = 0.25
+"""Longest wait between redis-py's reconnect attempts: a command waiting out an outage goes
+through within this long of the server being back (a doubling backoff up to 2 s made
+resumes take seconds). ``retries`` attempts still bound how long it waits in all."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,11 +52,14 @@ def honour_lost_cancel(task: asyncio.Task[Any] | None, cancels_before: int) -> N
 
 
 def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnavailable, else
-    BrokerError), and never let a cancellation of the call go missing."""
+    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnreachable naming the cause
+    and host:port, else BrokerError), report the server's reachability to its
+    :class:`~pqueue.brokers.health.ServerHealth`, and never let a cancellation go missing.
+    Decorates methods of :class:`RedisCore` and its subclasses (``args[0]``)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        core: RedisCore = args[0]  # type: ignore[assignment]
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
         try:
@@ -59,14 +69,26 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             raise
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             honour_lost_cancel(task, cancels)
-            raise BrokerUnavailable(f"redis is unreachable: {exc}") from exc
+            raise core.unreachable(exc) from None  # the message has the cause; no driver traceback
         except RedisError as exc:
             honour_lost_cancel(task, cancels)
             raise BrokerError(f"redis command failed: {exc}") from exc
         honour_lost_cancel(task, cancels)
+        core.health.ok()
         return result
 
     return wrapper
+
+
+def address(url: str) -> str:
+    """``host:port`` (or the socket path) of a redis URL, for messages (never its password)."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            return parts.path
+        return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+    except ValueError:
+        return "?"
 
 
 class RedisCore:
@@ -79,6 +101,19 @@ class RedisCore:
         self.keys: GlobalKeys = global_keys(options.prefix)
         self.retention_ms = to_ms(options.retention)
         self._client: Redis | None = None
+        self.address = address(options.url)
+        self.health: ServerHealth = health_of(f"Redis at {self.address}")
+        """Shared by every broker of this process on that server: one log line per outage."""
+
+    def unreachable(self, exc: BaseException) -> BrokerUnreachable:
+        """The error for a command that could not reach the server; reports the outage once
+        (only for an open broker: a failed ``open`` lost nothing)."""
+        cause = describe(exc)
+        if self._client is not None:
+            self.health.lost(cause)
+        return BrokerUnreachable(
+            f"Redis at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+        )
 
     def queue(self, name: str) -> QueueKeys:
         return queue_keys(self.prefix, name)
@@ -107,7 +142,7 @@ class RedisCore:
                 max_connections=opts.pool_size + 1,  # + the wake-up listener's connection
                 timeout=opts.pool_timeout,
                 decode_responses=True,
-                retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), opts.retries),
+                retry=Retry(ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_keepalive=True,
                 health_check_interval=30,

@@ -1,0 +1,64 @@
+"""An outage is worth two log lines, whoever notices it and however often; causes are short."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from pqueue.brokers.health import ServerHealth, describe, health_of
+
+
+def test_an_outage_logs_one_warning_with_its_cause_and_one_info_with_its_length(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    health = ServerHealth("Redis at 127.0.0.1:1")
+    with caplog.at_level(logging.DEBUG, logger="pqueue.broker"):
+        health.ok()  # up: nothing to say
+        threads = [threading.Thread(target=health.lost, args=("connection refused",)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        health.lost("timeout")  # still the same outage
+        health.ok()
+        health.ok()
+    records = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert len(records) == 2
+    assert records[0] == (
+        "WARNING",
+        "lost Redis at 127.0.0.1:1 (connection refused); retrying until it is back",
+    )
+    assert records[1][0] == "INFO"
+    assert records[1][1].startswith("Redis at 127.0.0.1:1 is back after ")
+    assert records[1][1].endswith("s (it was gone: connection refused)")
+
+
+def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
+    assert health_of("Postgres at h:1") is health_of("Postgres at h:1")
+    assert health_of("Postgres at h:1") is not health_of("Postgres at h:2")
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused"),
+        (
+            OSError('connection to server at "127.0.0.1", port 9 failed: Connection refused\n\tIs it up?'),
+            "connection refused",
+        ),
+        (OSError('FATAL:  password authentication failed for user "app"'), "authentication failed"),
+        (OSError("WRONGPASS invalid username-password pair or user is disabled."), "authentication failed"),
+        (TimeoutError(), "timeout"),
+        (OSError("Timeout connecting to server"), "timeout"),
+        (
+            OSError("[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"),
+            "TLS: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)",
+        ),
+        (OSError('FATAL:  database "nope" does not exist'), 'database "nope" does not exist'),
+        (OSError("something new\nsecond line"), "something new"),
+    ],
+)
+def test_describe_names_the_cause_in_a_few_words(error: BaseException, cause: str) -> None:
+    assert describe(error) == cause
