@@ -98,6 +98,9 @@ class ServerHealth:
         """The cause of the current (or last) outage."""
         self._lock = threading.Lock()
 
+    def __deepcopy__(self, memo: dict[int, object]) -> ServerHealth:
+        return self  # one per server and process: a copy (redis-py copies its Retry per connection) shares it
+
     @property
     def down(self) -> bool:
         return self.down_since is not None

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pqueue.errors import PQueueError
@@ -44,7 +45,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(func(args))
     except PQueueError as exc:
-        print(f"pqueue: error: {exc}", file=sys.stderr)
+        # An expected failure (an unreachable broker, a missing schema, a bad option): one
+        # line naming the cause. The traceback only with --log-level DEBUG.
+        if str(getattr(args, "log_level", "")).upper() == "DEBUG":
+            traceback.print_exc()
+        print(f"pqueue: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's message on one line (driver messages may carry a LINE/HINT tail)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -110,7 +110,7 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
                 "or pool_timeout in the DSN"
             ) from exc
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {describe(exc)}") from exc
+            raise BrokerUnavailable(f"Postgres at {address(dsn)} is unavailable: {describe(exc)}") from exc
         raise BrokerError(f"Postgres error: {first_line(exc)}") from exc
 
 
@@ -291,7 +291,9 @@ class Database:
             self._probe_failed = (time.monotonic(), error)
             if report:
                 self.health.lost(cause)
-            raise error from exc
+            # The message names the cause: callers get no driver traceback; DEBUG has it.
+            log.debug("Postgres at %s: %s", self.address, exc, exc_info=exc)
+            raise error from None
         self._probe_failed = None
         await conn.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +26,8 @@ from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, QueueKeys, global_keys, queue_keys
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, BrokerUnreachable, ConfigError, PQueueError, SchemaError
+
+log = logging.getLogger("pqueue.redis")
 
 LAYOUT_VERSION = "1"
 """Version of the key layout in docs/redis.md; ``open`` refuses any other."""
@@ -91,6 +94,58 @@ def address(url: str) -> str:
         return "?"
 
 
+class OutageReporter:
+    """Tells a server's health of an outage once the broker has been open (a failing
+    ``open`` lost nothing: its error says why). Shared, not copied, by the per-connection
+    copies redis-py makes of its Retry."""
+
+    __slots__ = ("armed", "health")
+
+    def __init__(self, health: ServerHealth) -> None:
+        self.health = health
+        self.armed = False
+
+    def __deepcopy__(self, memo: dict[int, object]) -> OutageReporter:
+        return self
+
+    def lost(self, error: BaseException) -> None:
+        if self.armed:
+            self.health.lost(describe(error))
+
+
+class ReportingRetry(Retry):
+    """redis-py's reconnect-and-retry, telling the server's health when it is really gone.
+
+    redis-py rides out a short outage inside one command (reconnect attempts, then the
+    command again), so without this hook a restart of Redis went unlogged: throughput
+    just dropped. One failure is not an outage -- a pooled connection the server closed
+    fails once and its reconnect works -- so the health hears of it from the second
+    failure of the same command on.
+    """
+
+    def __init__(self, backoff: ExponentialBackoff, retries: int, reporter: OutageReporter) -> None:
+        super().__init__(backoff, retries)
+        self._reporter = reporter
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[R]],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> R:
+        failures = 0
+
+        async def failed(error: Exception, *count: int) -> None:
+            nonlocal failures
+            failures += 1
+            if failures >= 2:
+                self._reporter.lost(error)
+            await fail(error, *count)
+
+        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
+
+
 class RedisCore:
     """Options, connection pool, keys and the clock rule; the broker builds on this."""
 
@@ -104,13 +159,15 @@ class RedisCore:
         self.address = address(options.url)
         self.health: ServerHealth = health_of(f"Redis at {self.address}")
         """Shared by every broker of this process on that server: one log line per outage."""
+        self.reporter = OutageReporter(self.health)
 
     def unreachable(self, exc: BaseException) -> BrokerUnreachable:
         """The error for a command that could not reach the server; reports the outage once
-        (only for an open broker: a failed ``open`` lost nothing)."""
+        (only for an open broker: a failed ``open`` lost nothing). The driver's error goes
+        to the DEBUG log: the message names the cause, and callers get no driver traceback."""
         cause = describe(exc)
-        if self._client is not None:
-            self.health.lost(cause)
+        self.reporter.lost(exc)
+        log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
         return BrokerUnreachable(
             f"Redis at {self.address} is unreachable: {cause}", address=self.address, cause=cause
         )
@@ -142,7 +199,9 @@ class RedisCore:
                 max_connections=opts.pool_size + 1,  # + the wake-up listener's connection
                 timeout=opts.pool_timeout,
                 decode_responses=True,
-                retry=Retry(ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries),
+                retry=ReportingRetry(
+                    ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries, self.reporter
+                ),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_keepalive=True,
                 health_check_interval=30,
@@ -164,6 +223,7 @@ class RedisCore:
             await client.aclose()
             raise
         self._client = client
+        self.reporter.armed = True
 
     async def _check_layout(self, client: Redis) -> None:
         await client.hsetnx(self.keys.meta, "layout", LAYOUT_VERSION)

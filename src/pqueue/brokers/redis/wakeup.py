@@ -24,8 +24,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from pqueue.brokers.handoff import FlushMarkers
-from pqueue.brokers.health import ServerHealth, describe
-from pqueue.brokers.redis.core import honour_lost_cancel
+from pqueue.brokers.redis.core import OutageReporter, honour_lost_cancel
 
 log = logging.getLogger("pqueue.redis")
 
@@ -43,7 +42,7 @@ class WakeHub:
         handoff_channel: str,
         on_handoff: Callable[[str], None],
         *,
-        health: ServerHealth | None = None,
+        reporter: OutageReporter | None = None,
     ) -> None:
         self._client = client
         self._channel = channel
@@ -53,7 +52,7 @@ class WakeHub:
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._markers = FlushMarkers()
-        self._health = health
+        self._reporter = reporter
 
     async def subscribed(self, timeout: float) -> bool:
         """Start listening if needed; True once the subscription is confirmed."""
@@ -104,8 +103,8 @@ class WakeHub:
                     honour_lost_cancel(me, 0)
                     # Logged once per outage by the server's health, not per attempt.
                     log.debug("pqueue: wake-up listener lost redis (%s); reconnecting", exc)
-                    if self._health is not None:
-                        self._health.lost(describe(exc))
+                    if self._reporter is not None:
+                        self._reporter.lost(exc)
                     self._ready.clear()
                     self._wake_all()
                     await asyncio.sleep(RECONNECT_EVERY)
