@@ -98,13 +98,14 @@ def main() -> None:
             out = asyncio.run(one(backend, plan))
             downs = [r.down for r in out.restarts]
             warnings = sum(log.count(" WARNING ") for log in out.logs)
+            per_restart = out.repeats / max(1, len(out.restarts))
             print(
                 f"{backend} {mode}: {plan.jobs} jobs, {plan.workers} workers, lease {plan.lease:g} s, "
                 f"{len(out.restarts)} restarts ({statistics.mean(downs):.1f} s down) -> lost {out.lost}, "
-                f"exits {len(out.exited)}, repeats {out.repeats} ({out.repeats / max(1, len(out.restarts)):.1f}"
-                f" per restart), claim resume {_figures([r.claim for r in out.restarts])}, settle resume "
-                f"{_figures([r.settle for r in out.restarts])}, {warnings} WARNING lines in "
-                f"{len(out.logs)} worker logs"
+                f"exits {len(out.exited)}, repeats {out.repeats} ({per_restart:.1f} per restart), "
+                f"claim resume {_figures([r.claim for r in out.restarts])}, "
+                f"settle resume {_figures([r.settle for r in out.restarts])}, "
+                f"{warnings} WARNING lines in {len(out.logs)} worker logs"
             )
 
 
