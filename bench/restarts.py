@@ -12,6 +12,7 @@ scenario is tests/restart_scenario.py, the one the restart tests assert on. Repo
                      claims Postgres committed asynchronously, ADR 0052)
   claim resume       server accepting again -> first job started (median and worst)
   settle resume      server accepting again -> first job completed, seen by a client
+  WARNING lines      every worker's, by kind (``--restarts 0``: a run without disruption)
 
     python bench/restarts.py                      # both backends, both modes
     python bench/restarts.py --backend postgres --mode crash --restarts 5
@@ -21,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +43,18 @@ def _figures(values: list[float | None]) -> str:
     missing = len(values) - len(seen)
     text = f"{statistics.median(seen):.2f} s median, {max(seen):.2f} s worst"
     return text + (f" ({missing} not seen in 10 s)" if missing else "")
+
+
+def _warning_kinds(logs: list[str]) -> Counter[str]:
+    """WARNING lines by kind: the message with ids, numbers and ports blanked."""
+    kinds: Counter[str] = Counter()
+    for log in logs:
+        for line in log.splitlines():
+            if " WARNING " in line:
+                text = line.split(" WARNING ", 1)[1].strip()
+                text = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<id>", text)
+                kinds[re.sub(r"\d+(\.\d+)?", "N", text)[:120]] += 1
+    return kinds
 
 
 async def one(backend: str, plan: restart_scenario.Plan) -> restart_scenario.Outcome:
@@ -107,6 +122,8 @@ def main() -> None:
                 f"settle resume {_figures([r.settle for r in out.restarts])}, "
                 f"{warnings} WARNING lines in {len(out.logs)} worker logs"
             )
+            for kind, count in _warning_kinds(out.logs).most_common():
+                print(f"    {count:4d} x {kind}")
 
 
 if __name__ == "__main__":

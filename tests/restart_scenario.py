@@ -101,7 +101,8 @@ def _worker(dsn: str, plan: Plan, record: Path, log: Path) -> subprocess.Popen[b
         sys.executable, "-m", "pqueue", "worker", APP, "--dsn", dsn, "--queues", QUEUE,
         "--concurrency", str(plan.concurrency), "--lease", str(plan.lease), "--log-level", "INFO",
     ]  # fmt: skip
-    env = {**os.environ, "PQUEUE_TEST_RECORD": str(record), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), str(ROOT)) if p)
+    env = {**os.environ, "PQUEUE_TEST_RECORD": str(record), "PYTHONPATH": path}
     with log.open("wb") as out:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 

@@ -95,7 +95,7 @@ class Demote(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+            return logging.getLogger(record.name).getEffectiveLevel() <= logging.DEBUG
         return True
 
 

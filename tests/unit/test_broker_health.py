@@ -62,3 +62,20 @@ def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
 )
 def test_describe_names_the_cause_in_a_few_words(error: BaseException, cause: str) -> None:
     assert describe(error) == cause
+
+
+def test_psycopg_pool_chatter_is_folded_into_debug(caplog: pytest.LogCaptureFixture) -> None:
+    from pqueue.logs import demote
+
+    pool_log = logging.getLogger("psycopg.pool")
+    demote("psycopg.pool")
+    demote("psycopg.pool")  # once only
+    assert sum(type(f).__name__ == "Demote" for f in pool_log.filters) == 1
+    with caplog.at_level(logging.INFO, logger="psycopg.pool"):
+        pool_log.warning("error connecting in %r: %s", "pqueue/x", "connection refused")
+        pool_log.error("a real error stays")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("ERROR", "a real error stays")]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="psycopg.pool"):
+        pool_log.warning("error connecting in %r: %s", "pqueue/x", "connection refused")
+    assert [r.levelname for r in caplog.records] == ["DEBUG"]

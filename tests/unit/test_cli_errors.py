@@ -15,6 +15,11 @@ from tests.conftest import service_url
 from tests.private_servers import free_port
 
 APP = "tests.worker.apps.restart_app:router"
+CLOSED = [
+    ("redis://:s3cret@127.0.0.1:{port}/0", "Redis"),
+    ("postgresql://u:s3cret@127.0.0.1:{port}/db", "Postgres"),
+]
+"""DSNs (with a password that must never show) of a closed port, and the server's name."""
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,13 +28,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(
-    ("scheme", "name"),
-    [
-        ("redis://:s3cret@127.0.0.1:{port}/0", "Redis"),
-        ("postgresql://u:s3cret@127.0.0.1:{port}/db", "Postgres"),
-    ],
-)
+@pytest.mark.parametrize(("scheme", "name"), CLOSED)
 def test_a_closed_port_is_one_line_naming_the_cause(scheme: str, name: str) -> None:
     port = free_port()
     done = _cli("worker", APP, "--dsn", scheme.format(port=port))
@@ -58,16 +57,10 @@ def test_a_missing_schema_is_one_line_saying_to_run_migrate() -> None:
     assert f"run: pqueue migrate --dsn '{url}' --schema {schema}" in line
 
 
-@pytest.mark.parametrize(
-    ("dsn", "name"),
-    [
-        ("redis://:s3cret@127.0.0.1:{port}/0", "Redis"),
-        ("postgresql://u:s3cret@127.0.0.1:{port}/db", "Postgres"),
-    ],
-)
-def test_the_sync_client_raises_the_typed_error(dsn: str, name: str) -> None:
+@pytest.mark.parametrize(("scheme", "name"), CLOSED)
+def test_the_sync_client_raises_the_typed_error(scheme: str, name: str) -> None:
     port = free_port()
-    with pytest.raises(BrokerUnreachable) as caught, pqueue.Client(dsn.format(port=port)) as client:
+    with pytest.raises(BrokerUnreachable) as caught, pqueue.Client(scheme.format(port=port)) as client:
         client.stats()  # a PQueueError and a ConnectionError
     error = caught.value
     assert isinstance(error, PQueueError) and isinstance(error, ConnectionError)

@@ -52,22 +52,24 @@ def _lease() -> Lease:
     return Lease(job, "token-1", 0.0)
 
 
-def _parts(broker: RaceBroker) -> tuple[LeaseBook, Settler, Heartbeat, list[Lease]]:
+def _parts(broker: RaceBroker) -> tuple[Lease, Settler, Heartbeat, list[Lease]]:
+    """A lease held in a book, the settler and heartbeat sharing that book, and the
+    leases the heartbeat reports lost."""
+    lease = _lease()
     book = LeaseBook()
+    book.add([lease])
     settler = Settler(broker, book, MiddlewareChain(), WorkerCounters())  # type: ignore[arg-type]
     reported: list[Lease] = []
     info = WorkerInfo(id="w", host="h", pid=1, queues=("default",), concurrency=1, started_at=0.0)
     heartbeat = Heartbeat(broker, book, info, lease=3.0, on_lost=reported.extend)  # type: ignore[arg-type]
-    return book, settler, heartbeat, reported
+    return lease, settler, heartbeat, reported
 
 
 async def test_an_ack_landing_between_snapshot_and_extend_is_no_lost_lease(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     broker = RaceBroker()
-    book, settler, heartbeat, reported = _parts(broker)
-    lease = _lease()
-    book.add([lease])
+    lease, settler, heartbeat, reported = _parts(broker)
     settler.start()
     settler.complete(lease, None, 0.01)
     await asyncio.wait_for(broker.ack_landed.wait(), 5)  # applied; its reply not back yet
@@ -84,9 +86,7 @@ async def test_a_lease_refused_while_nobody_settles_it_is_reported_lost(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     broker = RaceBroker()
-    book, _settler, heartbeat, reported = _parts(broker)
-    lease = _lease()
-    book.add([lease])
+    lease, _settler, heartbeat, reported = _parts(broker)
     broker.acked.add(lease.job.id)  # recovered and settled elsewhere: the extend is refused
     with caplog.at_level(logging.WARNING, logger="pqueue.worker"):
         await heartbeat.beat()

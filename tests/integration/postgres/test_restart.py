@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import restart_scenario, services
+from tests import restart_scenario
+from tests.conftest import missing
 from tests.private_servers import PrivatePostgres
 from tests.restart_checks import check
 
@@ -21,12 +22,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 @pytest.fixture
 def private_postgres() -> Iterator[PrivatePostgres]:
     """A throwaway Postgres cluster with pqueue's schema, removed afterwards."""
-    missing = PrivatePostgres.missing()
-    if missing is not None:
-        reason = f"{missing}: Postgres restart tests cannot run"
-        if "postgres" in services.required():
-            pytest.fail(f"PQUEUE_TEST_REQUIRE names postgres, but {reason}", pytrace=False)
-        pytest.skip(reason)
+    problem = PrivatePostgres.missing()
+    if problem is not None:
+        missing("postgres", f"{problem}: Postgres restart tests cannot run")
     server = PrivatePostgres()
     try:
         server.start()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import services
+from tests.conftest import missing
 from tests.private_servers import PrivateRedis
 
 __all__ = ["PrivateRedis", "private_redis"]
@@ -18,12 +18,9 @@ __all__ = ["PrivateRedis", "private_redis"]
 @pytest.fixture
 def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     """A fresh redis-server owned by this test, stopped afterwards."""
-    missing = PrivateRedis.missing()
-    if missing is not None:
-        reason = f"{missing}: private-server fault tests cannot run"
-        if "redis" in services.required():
-            pytest.fail(f"PQUEUE_TEST_REQUIRE names redis, but {reason}", pytrace=False)
-        pytest.skip(reason)
+    problem = PrivateRedis.missing()
+    if problem is not None:
+        missing("redis", f"{problem}: private-server fault tests cannot run")
     server = PrivateRedis(tmp_path)
     server.start()
     try:
