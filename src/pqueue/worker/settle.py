@@ -19,7 +19,7 @@ from typing import NamedTuple, TypeVar
 
 from pqueue.broker import FullBroker
 from pqueue.errors import BrokerUnavailable
-from pqueue.job import ErrorInfo, Lease
+from pqueue.job import ErrorInfo, JobStatus, Lease
 from pqueue.middleware import JobReport, MiddlewareChain, Outcome
 from pqueue.worker.leases import LeaseBook
 
@@ -202,11 +202,36 @@ class Settler:
         except Exception:
             log.exception("could not ack %d job(s); their leases will expire and they run again", len(leases))
             oks = [False] * len(leases)
+        if not all(oks):
+            oks = [ok or await self._landed_before(lease) for lease, ok in zip(leases, oks, strict=True)]
         self.book.remove(leases)
         for done, ok in zip(batch, oks, strict=True):
             if not ok:
                 log.warning("job %s finished but its lease was lost; it may run again", done.lease.job.id)
             self.report(JobReport(done.lease.job, done.outcome if ok else Outcome.LOST, done.duration))
+
+    async def _landed_before(self, lease: Lease) -> bool:
+        """Whether a refused ack was refused because an earlier send of it had landed.
+
+        An ack applied just before the connection died loses its reply; sent again (by
+        the settler, or by the Postgres broker's one retry on a fresh connection) it is
+        refused, the job being completed already. The job is ours if it is completed in
+        the very run our lease started: same attempt, same recoveries, same start.
+        Anything else -- recovered and run elsewhere, or unreadable -- is a lost lease.
+        """
+        try:
+            job = await self.broker.get_job(lease.job.id)
+        except Exception:  # noqa: BLE001 - cannot tell: report the lease as lost
+            return False
+        mine = lease.job
+        ours = job.status == JobStatus.COMPLETED and (job.attempt, job.recoveries, job.started_at) == (
+            mine.attempt,
+            mine.recoveries,
+            mine.started_at,
+        )
+        if ours:
+            log.debug("the ack of job %s had landed before its reply was lost", mine.id)
+        return ours
 
     async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
         """Retry a settlement while the broker is unreachable, for as long as the lease may
