@@ -10,7 +10,8 @@ scenario is tests/restart_scenario.py, the one the restart tests assert on. Repo
   lost / exits       jobs never completed, workers that died (both must be 0)
   repeats/restart    extra runs per restart (0 after graceful ones; a crash may forget
                      claims Postgres committed asynchronously, ADR 0052)
-  claim resume       server accepting again -> first job started (median and worst)
+  claim resume       server accepting again -> first job started (median and worst),
+                     and -> every worker had started one
   settle resume      server accepting again -> first job completed, seen by a client
   WARNING lines      every worker's, by kind (``--restarts 0``: a run without disruption)
 
@@ -118,7 +119,8 @@ def main() -> None:
                 f"{backend} {mode}: {plan.jobs} jobs, {plan.workers} workers, lease {plan.lease:g} s, "
                 f"{len(out.restarts)} restarts ({statistics.mean(downs):.1f} s down) -> lost {out.lost}, "
                 f"exits {len(out.exited)}, repeats {out.repeats} ({per_restart:.1f} per restart), "
-                f"claim resume {_figures([r.claim for r in out.restarts])}, "
+                f"claim resume {_figures([r.claim for r in out.restarts])} "
+                f"(every worker: {_figures([r.claim_all for r in out.restarts])}), "
                 f"settle resume {_figures([r.settle for r in out.restarts])}, "
                 f"{warnings} WARNING lines in {len(out.logs)} worker logs"
             )

@@ -7,7 +7,8 @@ docs/benchmarks.md). The server is a :mod:`tests.private_servers` one; ``gracefu
 stops it cleanly, ``crash`` kills it (SIGKILL / ``pg_ctl stop -m immediate``).
 
 Resume time, per restart, from the moment the server accepts connections again:
-``claim`` -- until the first job starts in a worker (its claim went through);
+``claim`` -- until the first job starts in a worker (its claim went through), and
+``claim_all`` -- until every worker has started one;
 ``settle`` -- until the first job completes on the server (its ack went through; seen by
 a client polling every 10 ms, so it includes that client's own reconnect).
 """
@@ -62,6 +63,8 @@ class Restart:
     down: float
     claim: float | None = None
     """Seconds from the server's return to the first job started (None: none in 10 s)."""
+    claim_all: float | None = None
+    """... until every worker had started a job again (None: one did not within 10 s)."""
     settle: float | None = None
     """Seconds from the server's return to the first job completed after it."""
 
@@ -113,15 +116,21 @@ async def _completed(client: AsyncClient) -> tuple[int, int]:
 
 
 async def _resumed(
-    client: AsyncClient, record: Path, back: float, done_before: int, restart: Restart
+    client: AsyncClient, record: Path, pids: set[int], back: float, *, done_before: int, restart: Restart
 ) -> None:
-    """Watch for the first start and the first completion after ``back`` (epoch seconds)."""
+    """Watch for the first start (in any worker, and in every one of ``pids``) and the
+    first completion after ``back`` (epoch seconds)."""
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (restart.claim is None or restart.settle is None):
-        if restart.claim is None:
-            later = [at for _, _, at in _starts(record) if at >= back]
-            if later:
-                restart.claim = min(later) - back
+    while time.monotonic() < deadline and (restart.claim_all is None or restart.settle is None):
+        if restart.claim_all is None:
+            first: dict[int, float] = {}
+            for _, pid, at in _starts(record):
+                if at >= back:
+                    first[pid] = min(at, first.get(pid, at))
+            if first:
+                restart.claim = min(first.values()) - back
+            if first and set(first) >= pids:
+                restart.claim_all = max(first.values()) - back
         if restart.settle is None:
             with contextlib.suppress(Exception):  # the client reconnects too
                 if (await _completed(client))[0] > done_before:
@@ -156,7 +165,9 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
             restart = Restart(down=back - went)
             outcome.restarts.append(restart)
             async with AsyncClient(dsn) as client:
-                await _resumed(client, record, back, done_before, restart)
+                await _resumed(
+                    client, record, {w.pid for w in workers}, back, done_before=done_before, restart=restart
+                )
         async with AsyncClient(dsn) as client:
             while time.monotonic() - started < plan.timeout:
                 outcome.completed, outcome.dead = await _completed(client)
