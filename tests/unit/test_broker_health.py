@@ -57,6 +57,11 @@ def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
             "TLS: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)",
         ),
         (OSError('FATAL:  database "nope" does not exist'), 'database "nope" does not exist'),
+        (
+            OSError("Error 111 connecting to 127.0.0.1:6379. Connect call failed ('127.0.0.1', 6379)."),
+            "connection refused",
+        ),
+        (OSError("Error 113 connecting to 10.0.0.9:6379. No route to host."), "no route to host"),
         (OSError("something new\nsecond line"), "something new"),
     ],
 )

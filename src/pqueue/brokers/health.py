@@ -15,7 +15,10 @@ and :class:`~pqueue.errors.BrokerUnreachable` carry: ``connection refused``,
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import re
 import threading
 import time
 
@@ -51,6 +54,16 @@ _CAUSES = (
 )
 
 
+_ERRNO = re.compile(r"\bError (\d+) (?:connecting|while)")
+_ERRNO_CAUSES = {
+    errno.ECONNREFUSED: "connection refused",
+    errno.ETIMEDOUT: "timeout",
+    errno.EHOSTUNREACH: "no route to host",
+    errno.ENETUNREACH: "network unreachable",
+    errno.ECONNRESET: "connection reset",
+}
+
+
 def describe(exc: BaseException) -> str:
     """The short cause of a connection failure, for one-line messages.
 
@@ -65,6 +78,10 @@ def describe(exc: BaseException) -> str:
         return f"TLS: {first}"
     if isinstance(exc, TimeoutError):
         return "timeout"
+    code = _ERRNO.search(text)  # redis-py: "Error 111 connecting to h:p. Connect call failed (...)."
+    if code is not None:
+        number = int(code.group(1))
+        return _ERRNO_CAUSES.get(number) or os.strerror(number).lower()
     for needle, cause in _CAUSES:
         if needle in lower:
             return cause or _last_clause(first)

@@ -37,6 +37,10 @@ RETRY_CAP = 0.25
 through within this long of the server being back (a doubling backoff up to 2 s made
 resumes take seconds). ``retries`` attempts still bound how long it waits in all."""
 
+CONNECT_TIMEOUT = 2.0
+"""Seconds a connection attempt (TCP and TLS handshake) may take: a black-holed host or a
+TLS client talking to a plain port fails with ``timeout`` instead of hanging."""
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -204,6 +208,7 @@ class RedisCore:
                 ),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_keepalive=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,  # the DSN's own socket_connect_timeout wins
                 health_check_interval=30,
                 client_name=f"pqueue:{self.prefix}:{socket.gethostname()}:{os.getpid()}",
             )
