@@ -13,7 +13,8 @@ scenario is tests/restart_scenario.py, the one the restart tests assert on. Repo
   claim resume       server accepting again -> first job started (median and worst),
                      and -> every worker had started one
   settle resume      server accepting again -> first job completed, seen by a client
-  WARNING lines      every worker's, by kind (``--restarts 0``: a run without disruption)
+  WARNING lines      every worker's, by kind (``--restarts 0 --trickle``: a run without
+                     disruption, idle workers taking jobs as they come)
 
     python bench/restarts.py                      # both backends, both modes
     python bench/restarts.py --backend postgres --mode crash --restarts 5
@@ -91,6 +92,9 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--down", type=float, default=1.0, help="seconds the server stays down")
     parser.add_argument("--gap", type=float, default=1.5, help="seconds of work between restarts")
+    parser.add_argument(
+        "--trickle", action="store_true", help="enqueue 100 jobs every 0.2 s to running workers instead"
+    )
     args = parser.parse_args()
     for missing in (PrivateRedis.missing(), PrivatePostgres.missing()):
         if missing and args.backend in ("both", "redis" if "redis" in missing else "postgres"):
@@ -109,6 +113,7 @@ def main() -> None:
                 restarts=args.restarts,
                 down=args.down,
                 gap=args.gap,
+                trickle=args.trickle,
                 timeout=120,
             )
             out = asyncio.run(one(backend, plan))

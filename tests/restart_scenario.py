@@ -54,6 +54,9 @@ class Plan:
     """Seconds the server stays down each time."""
     gap: float = 1.0
     """Seconds of work between restarts (and before the first)."""
+    trickle: bool = False
+    """Enqueue 100 jobs every 0.2 s once the workers are up (idle workers, small acks),
+    instead of all of them beforehand."""
     timeout: float = 40.0
     """Most seconds the whole run may take; an unfinished run reports its lost jobs."""
 
@@ -143,11 +146,13 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
     record = workdir / "starts.log"
     outcome = Outcome(plan.jobs)
     tasks = [Task("restart:work", plan.job_seconds, queue=QUEUE) for _ in range(plan.jobs)]
-    async with AsyncClient(dsn) as client:
-        await client.enqueue_many(tasks)
+    if not plan.trickle:
+        async with AsyncClient(dsn) as client:
+            await client.enqueue_many(tasks)
     logs = [workdir / f"worker-{i}.log" for i in range(plan.workers)]
     workers = [_worker(dsn, plan, record, log) for log in logs]
     started = time.monotonic()
+    feeder = asyncio.create_task(_trickle(dsn, tasks)) if plan.trickle else None
     try:
         for _ in range(600):  # the workers are up once a job started (at most 30 s)
             if _starts(record):
@@ -176,6 +181,9 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
                 await asyncio.sleep(0.1)
         outcome.exited = [code for code in (w.poll() for w in workers) if code is not None]
     finally:
+        if feeder is not None:
+            feeder.cancel()
+            await asyncio.gather(feeder, return_exceptions=True)
         for w in workers:
             if w.poll() is None:
                 w.send_signal(signal.SIGTERM)
@@ -189,6 +197,15 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
     outcome.repeats = sum(starts.values()) - len(starts)
     outcome.logs = [log.read_text(errors="replace") for log in logs]
     return outcome
+
+
+async def _trickle(dsn: str, tasks: list[Task]) -> None:
+    """Enqueue ``tasks`` 100 at a time, 0.2 s apart, after the workers' start-up (2 s)."""
+    await asyncio.sleep(2.0)
+    async with AsyncClient(dsn) as client:
+        for start in range(0, len(tasks), 100):
+            await client.enqueue_many(tasks[start : start + 100])
+            await asyncio.sleep(0.2)
 
 
 def migrate(dsn: str) -> None:
