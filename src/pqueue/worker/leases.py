@@ -19,8 +19,9 @@ class LeaseBook:
     it (a settlement retried through an outage needs its lease), but a refused extension
     of a settling lease is no loss: the settlement most likely landed first (an ack
     between the heartbeat's snapshot and its extend), and the settlement's own reply says
-    whether the lease was lost. Without the mark the heartbeat reported such jobs as
-    lost -- one, about a second after start, in every busy run.
+    whether the lease was lost. Without the mark the heartbeat now and then reported
+    such a job as lost, e.g. about a second (one beat) after a busy worker started
+    (ADR 0062).
     """
 
     def __init__(self) -> None:

@@ -176,7 +176,8 @@ class Database:
         self._stale = False
         """A connection died: probe the server and start a fresh pool before the next statement."""
         self._reviving: asyncio.Lock | None = None
-        self._probe_failed: tuple[float, BrokerUnreachable] | None = None
+        self._probe_failed: tuple[float, str] | None = None
+        """(monotonic time, cause) of the last failed probe, reused for PROBE_EVERY."""
         self._closing: set[asyncio.Task[None]] = set()
         demote("psycopg.pool")  # its per-attempt reconnect warnings; self.health reports outages
 
@@ -277,7 +278,7 @@ class Database:
         with ``report``, logged once per outage (not at open: nothing was lost yet)."""
         failed = self._probe_failed
         if failed is not None and time.monotonic() - failed[0] < PROBE_EVERY:
-            raise failed[1]
+            raise self._unreachable(failed[1])  # a fresh error: a re-raised one grows its traceback
         try:
             async with asyncio.timeout(timeout):
                 conn = await psycopg.AsyncConnection.connect(
@@ -285,17 +286,19 @@ class Database:
                 )
         except (psycopg.Error, OSError, TimeoutError) as exc:
             cause = describe(exc)
-            error = BrokerUnreachable(
-                f"Postgres at {self.address} is unreachable: {cause}", address=self.address, cause=cause
-            )
-            self._probe_failed = (time.monotonic(), error)
+            self._probe_failed = (time.monotonic(), cause)
             if report:
                 self.health.lost(cause)
             # The message names the cause: callers get no driver traceback; DEBUG has it.
             log.debug("Postgres at %s: %s", self.address, exc, exc_info=exc)
-            raise error from None
+            raise self._unreachable(cause) from None
         self._probe_failed = None
         await conn.close()
+
+    def _unreachable(self, cause: str) -> BrokerUnreachable:
+        return BrokerUnreachable(
+            f"Postgres at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+        )
 
     async def _revive(self) -> None:
         """After a lost connection: probe the server, and once it answers, swap in a fresh pool.
