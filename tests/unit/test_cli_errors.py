@@ -75,3 +75,12 @@ async def test_the_async_client_names_a_missing_schema() -> None:
     with pytest.raises(SchemaError, match="run: pqueue migrate"):
         async with pqueue.AsyncClient(f"{url}?schema=pqmissing{uuid.uuid4().hex[:8]}") as client:
             await client.stats()
+
+
+def test_migrate_on_a_closed_port_is_one_line() -> None:
+    port = free_port()
+    done = _cli("migrate", "--dsn", f"postgresql://u:s3cret@127.0.0.1:{port}/db")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"pqueue: error: Postgres at 127.0.0.1:{port} is unreachable: connection refused"
+    ]

@@ -49,6 +49,8 @@ Params = Mapping[str, Any]
 _SCHEMA_MISSING = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName, pg_errors.UndefinedFunction)
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 TUPLES_OK = ExecStatus.TUPLES_OK
+_CONNECTING = "connection to server"
+"""In every libpq message of a failed connection attempt ("connection to server at ... failed")."""
 
 PROBE_EVERY = 0.1
 """Seconds a failed probe's verdict is reused: statements during an outage fail at once."""
@@ -110,7 +112,11 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
                 "or pool_timeout in the DSN"
             ) from exc
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-            raise BrokerUnavailable(f"Postgres at {address(dsn)} is unavailable: {describe(exc)}") from exc
+            where, cause = address(dsn), describe(exc)
+            if _CONNECTING in str(exc):  # a connect failed (e.g. pqueue migrate's own connection)
+                message = f"Postgres at {where} is unreachable: {cause}"
+                raise BrokerUnreachable(message, address=where, cause=cause) from None
+            raise BrokerUnavailable(f"Postgres at {where} is unavailable: {cause}") from exc
         raise BrokerError(f"Postgres error: {first_line(exc)}") from exc
 
 
