@@ -72,9 +72,10 @@ def test_the_sync_client_raises_the_typed_error(scheme: str, name: str) -> None:
 @pytest.mark.postgres
 async def test_the_async_client_names_a_missing_schema() -> None:
     url = service_url("postgres")
-    with pytest.raises(SchemaError, match="run: pqueue migrate"):
+    with pytest.raises(SchemaError, match="run: pqueue migrate") as caught:
         async with pqueue.AsyncClient(f"{url}?schema=pqmissing{uuid.uuid4().hex[:8]}") as client:
             await client.stats()
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # no driver traceback
 
 
 def test_migrate_on_a_closed_port_is_one_line() -> None:

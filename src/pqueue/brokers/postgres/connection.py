@@ -101,11 +101,12 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if exc is None or not isinstance(exc, psycopg.Error | PoolTimeout):
             return
         schema, dsn = self.schema, self.dsn
-        if isinstance(exc, _SCHEMA_MISSING):
+        if isinstance(exc, _SCHEMA_MISSING):  # the message says it all: no driver traceback chained
+            log.debug("Postgres at %s: %s", address(dsn), exc, exc_info=exc)
             raise SchemaError(
                 f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({first_line(exc)}); "
                 f"{migrate_hint(schema, dsn)}"
-            ) from exc
+            ) from None
         if isinstance(exc, PoolTimeout):
             raise BrokerUnavailable(
                 f"Postgres at {dsn}: no free pooled connection ({first_line(exc)}); raise pool_max "
