@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 DEFAULT_URLS = {
     "redis": "redis://127.0.0.1:6379/3",
     "postgres": "postgresql://postgres@127.0.0.1:5432/test",
@@ -80,3 +82,15 @@ def discover(name: str) -> Service:
             "for testcontainers"
         ),
     )
+
+
+def require_spark() -> None:
+    """Skip the calling module (loudly) when PySpark or pyarrow is missing; fail instead
+    when PQUEUE_TEST_REQUIRE names spark."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        if "spark" in required():
+            pytest.fail(f"PQUEUE_TEST_REQUIRE names spark, but it cannot be imported: {exc}", pytrace=False)
+        pytest.skip(f'SKIPPED SPARK TESTS: {exc} (pip install "pqueue[spark]")', allow_module_level=True)

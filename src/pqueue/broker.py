@@ -13,13 +13,17 @@ injected :class:`~pqueue.clock.Clock` in tests); durations are float seconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+import zlib
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pqueue.errors import InvalidRequest
+from pqueue.clock import to_iso
+from pqueue.errors import InvalidName, InvalidRequest
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.spec import validate_job_type, validate_queue_name
 
 
 class Capability(StrEnum):
@@ -55,6 +59,8 @@ class RecoveryReport:
     """Jobs whose lease expired, put back to pending (``recoveries`` + 1)."""
     dead: tuple[str, ...] = ()
     """Jobs whose lease expired more than ``max_recoveries`` times, now dead."""
+    queues: Mapping[str, int] = field(default_factory=dict)
+    """Jobs taken back per queue (recovered and dead): what metrics count as recoveries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,19 @@ class WorkerInfo:
     last_seen: float = 0.0  # stamped by the broker on every registration
     meta: Mapping[str, str] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe data (times as ISO-8601 UTC text), the shape of a worker in every answer."""
+        return {
+            "id": self.id,
+            "host": self.host,
+            "pid": self.pid,
+            "queues": list(self.queues),
+            "concurrency": self.concurrency,
+            "started_at": to_iso(self.started_at),
+            "last_seen": to_iso(self.last_seen),
+            "meta": dict(self.meta),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class JobPage:
@@ -92,7 +111,9 @@ class JobPage:
     next_offset: int | None
 
 
-def page_request(status: JobStatus | str, limit: int, offset: int) -> JobStatus:
+def page_request(
+    status: JobStatus | str, limit: int, offset: int, *, queue: str | None = None, type: str | None = None
+) -> JobStatus:
     """Check the arguments of :meth:`Inspector.list_jobs` (same rule on every backend)."""
     try:
         status = JobStatus(status)
@@ -102,11 +123,95 @@ def page_request(status: JobStatus | str, limit: int, offset: int) -> JobStatus:
     for name, value, least in (("limit", limit, 1), ("offset", offset, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise InvalidRequest(f"list_jobs: {name} must be an integer >= {least}, got {value!r}")
+    admin_filter(queue, type=type)
     return status
+
+
+def admin_filter(queue: str | None, *, type: str | None = None, older_than: float | None = None) -> None:
+    """Check the filters of inspect and admin calls (same rule on every backend): a queue
+    name or job type as enqueue accepts them, an age in seconds that is finite and >= 0.
+    A name no job could have is a mistake to report, not a filter that matches nothing."""
+    try:
+        if queue is not None:
+            validate_queue_name(queue)
+        if type is not None:
+            validate_job_type(type)
+    except InvalidName as exc:
+        raise InvalidRequest(str(exc)) from None
+    if older_than is not None and (
+        isinstance(older_than, bool)
+        or not isinstance(older_than, int | float)
+        or not math.isfinite(older_than)
+        or older_than < 0
+    ):
+        raise InvalidRequest(f"older_than must be a finite number of seconds >= 0, got {older_than!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class JobScan:
+    """What :meth:`Inspector.scan_jobs` reads: every stored job that matches, in pages.
+
+    ``since`` (epoch seconds) keeps jobs finished at or after it and unfinished jobs
+    enqueued at or after it. ``part``/``parts`` split the jobs into ``parts`` disjoint
+    slices by a key of the backend's choosing, so ``parts`` readers can each take one.
+    """
+
+    statuses: tuple[JobStatus, ...] = tuple(JobStatus)
+    queue: str | None = None
+    since: float | None = None
+    part: int = 0
+    parts: int = 1
+    page_size: int = 1000
+
+    def __post_init__(self) -> None:
+        try:
+            statuses = tuple(JobStatus(s) for s in self.statuses)
+        except ValueError:
+            raise InvalidRequest(f"scan_jobs: unknown status in {self.statuses!r}") from None
+        object.__setattr__(self, "statuses", statuses)
+        for name, value, least in (
+            ("parts", self.parts, 1),
+            ("part", self.part, 0),
+            ("page_size", self.page_size, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InvalidRequest(f"scan_jobs: {name} must be an integer >= {least}, got {value!r}")
+        if self.part >= self.parts:
+            raise InvalidRequest(f"scan_jobs: part must be below parts ({self.parts}), got {self.part}")
+
+    def keeps(self, job: Job) -> bool:
+        """Whether ``job`` matches (status, queue and ``since``; not the slice)."""
+        if job.status not in self.statuses or (self.queue is not None and job.queue != self.queue):
+            return False
+        if self.since is None:
+            return True
+        moment = job.finished_at or job.created_at
+        return moment.timestamp() >= self.since
+
+
+def in_slice(job_id: str, scan: JobScan) -> bool:
+    """Whether a job belongs to ``scan``'s slice when the backend slices by id (CRC-32)."""
+    return scan.parts == 1 or zlib.crc32(job_id.encode()) % scan.parts == scan.part
 
 
 QueueCounts = Mapping[str, Mapping[JobStatus, int]]
 """Queue name -> status -> number of jobs (every status present, zeros included)."""
+
+DONE_WINDOW = 60.0
+"""Seconds :meth:`Inspector.activity` looks back for finished jobs (``Stats.done_per_second``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueActivity:
+    """How each queue is moving, as :meth:`Inspector.activity` measures it on the broker's clock."""
+
+    oldest_pending_age: Mapping[str, float]
+    """Queue -> seconds since the oldest due waiting job (pending, or scheduled/retry whose
+    run_at has passed) became due; a queue where no due job waits is absent."""
+    done: Mapping[str, int]
+    """Queue -> jobs finished (completed or dead) within the window; every queue, zeros included."""
+    window: float = DONE_WINDOW
+    """The look-back of ``done``, in seconds."""
 
 
 @runtime_checkable
@@ -224,9 +329,16 @@ class Inspector(Protocol):
         ...
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        """Jobs in ``status`` (optionally one queue), in a stable order, one page at a time."""
+        """Jobs in ``status`` (optionally of one queue and/or one job type), in a stable
+        order, one page at a time."""
         ...
 
     async def cancel(self, job_id: str) -> bool:
@@ -238,8 +350,15 @@ class Inspector(Protocol):
         fresh retry budget; returns how many moved."""
         ...
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        """Delete dead jobs (these ids, or all in ``queue``/everywhere); returns how many."""
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+    ) -> int:
+        """Delete dead jobs (these ids, or all in ``queue``/everywhere; with ``older_than``,
+        only those that died at least that many seconds ago); returns how many."""
         ...
 
     async def prune(self, *, limit: int = 1000) -> int:
@@ -256,6 +375,22 @@ class Inspector(Protocol):
 
     async def list_workers(self) -> list[WorkerInfo]:
         """Workers seen within their TTL."""
+        ...
+
+    async def check_health(self) -> str:
+        """Ask the broker's server and check that its storage schema is the one this pqueue
+        writes; returns what was checked (e.g. "postgres schema 'pqueue' at version 2").
+        Raises :class:`~pqueue.errors.BrokerUnavailable` or :class:`~pqueue.errors.SchemaError`."""
+        ...
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        """Per queue, the age of the oldest due waiting job and the jobs finished (completed
+        or dead) within the last ``window`` seconds, both on the broker's clock."""
+
+    def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Every stored job that ``scan`` matches (live ones and retained history), in pages
+        of at most ``scan.page_size``; each job once, in no promised order. For bulk readers
+        (export, Spark): a page costs one round trip or cursor fetch, not an offset scan."""
         ...
 
 

@@ -63,6 +63,16 @@ def to_datetime(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, UTC)
 
 
+def to_iso(when: datetime | float | None) -> str | None:
+    """An aware datetime or epoch seconds as ISO-8601 UTC text (``2026-11-23T15:04:05.123456+00:00``),
+    the time format of every JSON answer (``Job.to_dict``, ``Stats.to_dict``); None stays None."""
+    if when is None:
+        return None
+    if not isinstance(when, datetime):
+        when = to_datetime(when)
+    return when.astimezone(UTC).isoformat()
+
+
 def to_epoch(when: datetime) -> float:
     """Aware datetime -> epoch seconds; naive datetimes are refused (ambiguous zone)."""
     if when.tzinfo is None:

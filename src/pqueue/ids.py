@@ -8,11 +8,13 @@ seeded from ``os.urandom`` (re-seeded after fork): ids must be unique, not secre
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
 import threading
 import time
+from collections.abc import Iterable
 
 _random = random.Random(os.urandom(32))
 # A forked child must not replay its parent's random stream (ids would collide).
@@ -85,6 +87,38 @@ def new_ids(n: int) -> list[str]:
         for seq in range(first, first + count):
             r = f"{getrandbits(62) | _VARIANT:016x}"
             ids.append(f"{prefix}{seq:03x}-{r[:4]}-{r[4:]}")
+    return ids
+
+
+KEY_ID_NAMESPACE = "pqueue:key-id:v1"
+"""Mixed into :func:`key_id`'s hash, so its ids never collide with another scheme's."""
+
+
+def key_id(queue: str, job_type: str, key: str) -> str:
+    """The job id of the job keyed ``key`` of ``job_type`` in ``queue``: always the same id.
+
+    A producer that may send a job twice (a retried Spark task, a restarted stream) uses
+    it so the second send is refused as an existing id instead of making a second job.
+    The id is a UUID of version 8 (RFC 9562, custom) made of the first 122 bits of
+    SHA-256 over the namespace, queue, type and key, separated by NUL characters (which
+    queue names and types cannot hold, so the split is never ambiguous); its
+    bits do not sort by time, which no rule needs (enqueue order is the broker's).
+    """
+    return key_ids(queue, job_type, (key,))[0]
+
+
+_VARIANT_DIGIT = {f"{d:x}": "89ab"[d & 0b11] for d in range(16)}
+
+
+def key_ids(queue: str, job_type: str, keys: Iterable[str]) -> list[str]:
+    """:func:`key_id` of each key (the shared prefix is hashed once)."""
+    prefix = hashlib.sha256("\x00".join((KEY_ID_NAMESPACE, queue, job_type, "")).encode())
+    ids = []
+    for key in keys:
+        digest = prefix.copy()
+        digest.update(key.encode())
+        h = digest.hexdigest()
+        ids.append(f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{_VARIANT_DIGIT[h[16]]}{h[17:20]}-{h[20:32]}")
     return ids
 
 

@@ -25,6 +25,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
+from pqueue.clock import to_iso
+
 JSONValue: TypeAlias = Any
 """A value that survives ``json.dumps``/``json.loads`` unchanged in meaning."""
 
@@ -185,6 +187,43 @@ class Job:
     def last_error(self) -> ErrorInfo | None:
         """The most recent failure, if any."""
         return self.errors[-1] if self.errors else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as JSON-safe data: the one shape of a job in every answer (``pqueue jobs
+        show --json``, the HTTP API, the dashboard). Times are ISO-8601 UTC text (null when
+        not reached), durations float seconds, errors oldest first; docs/cli.md lists the keys."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "queue": self.queue,
+            "status": self.status.value,
+            "payload": self.payload,
+            "attempt": self.attempt,
+            "max_retries": self.max_retries,
+            "recoveries": self.recoveries,
+            "max_recoveries": self.max_recoveries,
+            "run_at": to_iso(self.run_at),
+            "created_at": to_iso(self.created_at),
+            "started_at": to_iso(self.started_at),
+            "finished_at": to_iso(self.finished_at),
+            "timeout": self.timeout,
+            "unique_key": self.unique_key,
+            "idempotency_key": self.idempotency_key,
+            "meta": dict(self.meta),
+            "result": self.result,
+            "errors": [{**error.to_dict(), "at": to_iso(error.at)} for error in self.errors],
+        }
+
+    def __str__(self) -> str:
+        """One line a person can read: ``job <id> <type> on <queue>: <status>, attempt 1/3``."""
+        line = (
+            f"job {self.id} {self.type} on {self.queue}: {self.status.value}, "
+            f"attempt {self.attempt}/{self.max_retries + 1}"
+        )
+        if self.recoveries:
+            line += f", {self.recoveries} recover{'y' if self.recoveries == 1 else 'ies'}"
+        error = self.last_error
+        return f"{line}; last error {error}" if error is not None else line
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ _LEVELS = {
     Outcome.COMPLETED: logging.INFO,
     Outcome.DUPLICATE: logging.INFO,
     Outcome.RELEASED: logging.INFO,
+    Outcome.CANCELLED: logging.WARNING,
     Outcome.RETRY: logging.WARNING,
     Outcome.DEAD: logging.ERROR,
     Outcome.LOST: logging.WARNING,

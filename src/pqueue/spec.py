@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
@@ -257,11 +257,14 @@ def build_specs(
     unique_for: float | timedelta | None = None,
     meta: Mapping[str, str] | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    job_ids: Sequence[str] | None = None,
 ) -> list[JobSpec]:
     """One spec per payload, all with the same options; raises on the first bad one.
 
     The options are checked once (by :func:`build_spec`), then each job only gets an id,
     its encoded payload and, with ``unique_for``, a unique key derived from that payload.
+    ``job_ids``, one per payload, chooses the ids (e.g. :func:`pqueue.ids.key_id` of a
+    row key, so a re-sent batch is refused instead of duplicated); else new ones are made.
     """
     first = build_spec(
         job_type,
@@ -277,9 +280,18 @@ def build_specs(
     )
     shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
     texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
+    if job_ids is None:
+        ids = new_ids(len(texts))
+    else:
+        ids = list(job_ids)
+        if len(ids) != len(texts):
+            raise InvalidOption(f"job_ids has {len(ids)} ids for {len(texts)} payloads")
+        for job_id in ids:
+            if not is_job_id(job_id):
+                raise InvalidName(f"invalid job id {job_id!r}: use a lower-case UUID string (see pqueue.ids)")
     specs = []
     derive = unique_for is not None
-    for job_id, payload_json in zip(new_ids(len(texts)), texts, strict=True):
+    for job_id, payload_json in zip(ids, texts, strict=True):
         # Positional: a third cheaper than keywords for a frozen dataclass, and the order
         # is JobSpec's field order (tests/worker/test_enqueue_map.py checks every field).
         specs.append(

@@ -22,7 +22,7 @@ import logging
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -32,6 +32,8 @@ POLL = 0.2
 YOUNG = 10.0
 """A child that dies within this many seconds of its start counts as crash-looping."""
 MAX_BACKOFF = 30.0
+LIVE_WITHIN = 5.0
+""":meth:`Supervisor.responsive` is False once the watch loop has not turned for this long."""
 GIVE_UP_AFTER = 5
 """Consecutive young deaths of one child after which the whole pool stops (exit 1): a
 worker that cannot start (bad DSN, broken import) is for the orchestrator to see."""
@@ -47,10 +49,16 @@ class _Child:
 
 class Supervisor:
     """Run ``command`` (a worker command line) ``processes`` times, with ``env`` as their
-    environment if given; :meth:`run` returns the exit code."""
+    environment if given; :meth:`run` returns the exit code. ``on_exit`` is called with
+    the pid of every child that exited (the pool's metrics forget its live gauges)."""
 
     def __init__(
-        self, command: Sequence[str], processes: int, *, env: Mapping[str, str] | None = None
+        self,
+        command: Sequence[str],
+        processes: int,
+        *,
+        env: Mapping[str, str] | None = None,
+        on_exit: Callable[[int], None] = lambda pid: None,
     ) -> None:
         if processes < 1:
             raise ValueError("processes must be >= 1")
@@ -64,9 +72,17 @@ class Supervisor:
         self._forwarded: set[int] = set()  # signal numbers sent to the children
         self._spawning = False
         self._deferred: list[int] = []  # signals that arrived while a child was being started
+        self._on_exit = on_exit
+        self._ticked: float | None = None  # when the watch loop last turned (None: not running)
+
+    def responsive(self) -> bool:
+        """True while the pool runs and its watch loop turns (a liveness probe, from any thread)."""
+        ticked = self._ticked
+        return ticked is not None and time.monotonic() - ticked < LIVE_WITHIN
 
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self._ticked = time.monotonic()
         try:
             for slot in range(self.processes):
                 if self.signals:
@@ -81,6 +97,7 @@ class Supervisor:
                 log.info("supervising %d worker processes", self.processes)
             return self._watch()
         finally:
+            self._ticked = None
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
@@ -127,12 +144,16 @@ class Supervisor:
     def _watch(self) -> int:
         codes: dict[int, int] = {}
         while self._children or (self._restart_at and not self.signals):
-            now = time.monotonic()
+            now = self._ticked = time.monotonic()
             for slot, child in list(self._children.items()):
                 code = child.proc.poll()
                 if code is None:
                     continue
                 del self._children[slot]
+                try:
+                    self._on_exit(child.proc.pid)
+                except Exception:  # a bookkeeping hook must not end the pool
+                    log.exception("on_exit hook failed for pid %d; ignored", child.proc.pid)
                 if self.signals:
                     codes[slot] = self._stop_code(slot, code)
                     continue

@@ -14,13 +14,22 @@ import concurrent.futures
 import contextlib
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
 from pqueue import loops
-from pqueue.broker import JobPage, WorkerInfo
+from pqueue.broker import JobPage, JobScan, WorkerInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
 from pqueue.errors import ClientClosed
@@ -280,6 +289,7 @@ class Client:
         unique_for: float | timedelta | None = None,
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+        job_ids: Sequence[str] | None = None,
     ) -> list[EnqueueResult]:
         """One job of ``type`` per payload, same options; see :meth:`AsyncClient.enqueue_map`."""
         batch = list(payloads)
@@ -292,6 +302,7 @@ class Client:
             "unique_for": unique_for,
             "meta": meta,
             "max_recoveries": max_recoveries,
+            "job_ids": None if job_ids is None else list(job_ids),
         }
         return self._call(lambda c: c.enqueue_map(type, batch, **options))
 
@@ -310,9 +321,15 @@ class Client:
         return self._call(lambda c: c.list_workers())
 
     def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        return self._call(lambda c: c.list_jobs(status, queue=queue, limit=limit, offset=offset))
+        return self._call(lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset))
 
     def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         return self._call(lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset))
@@ -320,8 +337,42 @@ class Client:
     def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
         return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
 
-    def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids))
+    def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | timedelta | None = None,
+    ) -> int:
+        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
 
     def cancel(self, job_id: str) -> bool:
         return self._call(lambda c: c.cancel(job_id))
+
+    def health(self) -> str:
+        """Check the broker answers and its schema is current; see :meth:`AsyncClient.health`."""
+        return self._call(lambda c: c.health())
+
+    def scan_jobs(self, scan: JobScan) -> Iterator[Sequence[Job]]:
+        """Every stored job ``scan`` matches, page by page; see :meth:`AsyncClient.scan_jobs`.
+
+        Each page is one call on the client's loop; the scan's cursor (a Postgres
+        transaction) is closed when the iteration ends or the iterator is dropped.
+        """
+        pages = self._loop_thread().client.scan_jobs(scan)  # runs only when iterated, on the loop
+        try:
+            while (page := self._call(lambda c: _next_page(pages))) is not None:
+                yield page
+        finally:
+            with contextlib.suppress(Exception):  # closing a finished or broken scan
+                self._call(lambda c: _close_pages(pages))
+
+
+async def _next_page(pages: AsyncIterator[Sequence[Job]]) -> Sequence[Job] | None:
+    return await anext(pages, None)
+
+
+async def _close_pages(pages: AsyncIterator[Sequence[Job]]) -> None:
+    close = getattr(pages, "aclose", None)
+    if close is not None:
+        await close()

@@ -50,6 +50,7 @@ CALLS: dict[str, ScriptCall] = {
     "requeue_dead": calls.requeue_dead(K, NOW, None, 100, "c"),
     "purge_dead": calls.purge_dead(K, None, 100),
     "prune": calls.prune(K, NOW, 1000, 100),
+    "activity": calls.activity(K, NOW, 60000),
     "idempotency_begin": calls.idempotency_begin("pq:test:idem:k", NOW, "owner", 1000),
     "idempotency_end": calls.idempotency_end("pq:test:idem:k", NOW, "owner", True, 1000),
 }

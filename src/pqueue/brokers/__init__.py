@@ -88,7 +88,12 @@ def _load(scheme: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = f"; install it with: pip install 'pqueue[{extra}]'" if extra else ""
+        hint = (
+            f'; install it with: pip install "pqueue[{extra}]" (from a package index) '
+            f'or pip install -e ".[{extra}]" (in a clone of pqueue)'
+            if extra
+            else ""
+        )
         raise ConfigError(f"the {scheme}:// backend cannot be loaded ({exc}){hint}") from exc
     return getattr(module, attr)
 

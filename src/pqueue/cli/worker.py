@@ -41,6 +41,13 @@ def prefetch_count(text: str) -> int | None:
     return value
 
 
+def port_number(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise ValueError(f"must be a TCP port 1..65535, got {value}")
+    return value
+
+
 def log_level(text: str) -> str:
     level = text.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
@@ -102,7 +109,22 @@ def add_parser(subparsers: Any) -> None:
     )
     add_flag(parser, "--log-level", type=log_level, default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     add_flag(parser, "--log-format", default="text", choices=["text", "json"], help="log line format")
+    add_flag(
+        parser,
+        "--metrics-port",
+        type=port_number,
+        default=None,
+        help="serve Prometheus /metrics and the /healthz, /readyz probes on this port "
+        "(one port for all --processes; needs the metrics extra)",
+    )
+    add_flag(
+        parser,
+        "--metrics-host",
+        default="0.0.0.0",
+        help="address the metrics port listens on (0.0.0.0: reachable by Prometheus and kubelet probes)",
+    )
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-dir", default=None, help=argparse.SUPPRESS)  # a pool child's metrics
     parser.set_defaults(func=run)
 
 
@@ -128,8 +150,34 @@ def run(args: argparse.Namespace) -> int:
             )
 
         load_router(args.router)  # fail here, once, rather than in every child
-        return Supervisor(child_command(args), args.processes, env=child_env(args)).run()
+        if args.metrics_port is None:
+            return Supervisor(child_command(args), args.processes, env=child_env(args)).run()
+        return _serve_pool_with_metrics(args)
     return serve(args)
+
+
+def _serve_pool_with_metrics(args: argparse.Namespace) -> int:
+    """``--processes N --metrics-port P``: the children write metrics to a shared directory,
+    this process serves them on the one port (ADR 0085)."""
+    require_metrics_extra()
+    from pqueue.metrics.exporter import PoolMetrics
+    from pqueue.supervisor import Supervisor
+
+    pool = PoolMetrics()
+    try:
+        supervisor = Supervisor(
+            [*child_command(args), "--metrics-dir", pool.directory],
+            args.processes,
+            env={**child_env(args), **pool.child_env},
+            on_exit=pool.process_dead,
+        )
+        exporter = pool.exporter(
+            args.dsn, host=args.metrics_host, port=args.metrics_port, live=supervisor.responsive
+        )
+        with exporter:
+            return supervisor.run()
+    finally:
+        pool.close()
 
 
 def child_command(args: argparse.Namespace) -> list[str]:
@@ -156,16 +204,33 @@ def child_command(args: argparse.Namespace) -> list[str]:
 
 
 def child_env(args: argparse.Namespace) -> dict[str, str]:
-    """The environment of the children of ``--processes N``: ours, with the DSN in ``PQUEUE_DSN``."""
-    return {**os.environ, "PQUEUE_DSN": args.dsn}
+    """The environment of the children of ``--processes N``: ours, with the DSN in ``PQUEUE_DSN``
+    and without ``PQUEUE_METRICS_PORT`` (only the parent serves the port)."""
+    env = {key: value for key, value in os.environ.items() if key != "PQUEUE_METRICS_PORT"}
+    return {**env, "PQUEUE_DSN": args.dsn}
+
+
+def require_metrics_extra() -> None:
+    """A clear error when ``--metrics-port`` is asked for without prometheus-client installed."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise ConfigError("--metrics-port needs prometheus-client: pip install 'pqueue[metrics]'") from None
 
 
 def serve(args: argparse.Namespace) -> int:
     from pqueue.worker import Worker
 
+    router = load_router(args.router)
+    metrics = None
+    if args.metrics_port is not None or args.metrics_dir is not None:
+        require_metrics_extra()
+        from pqueue.metrics.exporter import WorkerMetrics
+
+        metrics = WorkerMetrics(router, pool_child=args.metrics_dir is not None)
     worker = Worker(
         args.dsn,
-        load_router(args.router),
+        router,
         concurrency=args.concurrency,
         queues=args.queues,
         strict=args.strict,
@@ -173,10 +238,14 @@ def serve(args: argparse.Namespace) -> int:
         shutdown_timeout=args.shutdown_timeout,
         unknown_type=args.unknown_type,
         prefetch=args.prefetch,
+        middleware=[] if metrics is None else [metrics.jobs],
     )
     if args.parent_pid is not None:
         _watch_parent(args.parent_pid, worker.stop)
-    return worker.run(loop=args.loop)
+    if metrics is None:
+        return worker.run(loop=args.loop)
+    with metrics.serving(worker, args.dsn, host=args.metrics_host, port=args.metrics_port):
+        return worker.run(loop=args.loop)
 
 
 def _watch_parent(parent_pid: int, stop: Any) -> None:

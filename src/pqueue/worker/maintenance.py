@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from pqueue.broker import FullBroker
+from pqueue.broker import FullBroker, RecoveryReport
 
 log = logging.getLogger("pqueue.worker")
 
@@ -17,11 +17,19 @@ BATCH = 1000
 
 
 class Maintenance:
-    """The three passes; ``on_work`` is called when jobs became claimable (to wake claimers)."""
+    """The three passes; ``on_work`` is called when jobs became claimable (to wake claimers),
+    ``on_recovered`` with each recovery pass that took jobs back (for middleware)."""
 
-    def __init__(self, broker: FullBroker, *, on_work: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        broker: FullBroker,
+        *,
+        on_work: Callable[[], None] = lambda: None,
+        on_recovered: Callable[[RecoveryReport], None] = lambda report: None,
+    ) -> None:
         self.broker = broker
         self.on_work = on_work
+        self.on_recovered = on_recovered
 
     async def promote(self) -> int:
         """Mark due scheduled/retry jobs pending (batches until none is left)."""
@@ -42,6 +50,8 @@ class Maintenance:
             report = await self.broker.recover(limit=BATCH)
             recovered += len(report.recovered)
             dead += len(report.dead)
+            if report.recovered or report.dead:
+                self.on_recovered(report)
             if report.dead:
                 log.error(
                     "%d job(s) dead after too many lost leases: %s",

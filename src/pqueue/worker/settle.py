@@ -44,6 +44,7 @@ class WorkerCounters:
     retried: int = 0
     dead: int = 0
     released: int = 0
+    cancelled: int = 0
     duplicates: int = 0
     lost: int = 0
     timeouts: int = 0
@@ -58,6 +59,7 @@ _COUNTER = {
     Outcome.RETRY: "retried",
     Outcome.DEAD: "dead",
     Outcome.RELEASED: "released",
+    Outcome.CANCELLED: "cancelled",
     Outcome.DUPLICATE: "duplicates",
     Outcome.LOST: "lost",
 }
@@ -147,10 +149,17 @@ class Settler:
         self.report(JobReport(lease.job, outcome, duration, error, retry_in if ok else None))
 
     async def release(
-        self, leases: list[Lease], *, delay: float = 0.0, reason: str, note: ErrorInfo | None = None
+        self,
+        leases: list[Lease],
+        *,
+        delay: float = 0.0,
+        reason: str,
+        note: ErrorInfo | None = None,
+        outcome: Outcome = Outcome.RELEASED,
     ) -> None:
         """Hand jobs back unrun or unfinished, without burning an attempt; ``note`` goes
-        into each job's error history."""
+        into each job's error history; ``outcome`` is RELEASED (unrun) or CANCELLED
+        (a handler cut short)."""
         if not leases:
             return
         self.book.settling(leases)
@@ -161,8 +170,8 @@ class Settler:
             oks = [False] * len(leases)
         self.book.remove(leases)
         for lease, ok in zip(leases, oks, strict=True):
-            outcome = Outcome.RELEASED if ok else Outcome.LOST
-            self.report(JobReport(lease.job, outcome, 0.0, None, delay if ok and delay else None, reason))
+            settled = outcome if ok else Outcome.LOST
+            self.report(JobReport(lease.job, settled, 0.0, None, delay if ok and delay else None, reason))
 
     def report(self, report: JobReport) -> None:
         counter = _COUNTER[report.outcome]

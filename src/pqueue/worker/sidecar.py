@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.broker import FullBroker, RecoveryReport, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.errors import BrokerUnavailable
@@ -44,6 +44,7 @@ class Sidecar:
         broker_options: dict[str, Any] | None = None,
         on_work: Callable[[], None] = lambda: None,
         on_lost: Callable[[list[Lease]], None] = lambda leases: None,
+        on_recovered: Callable[[RecoveryReport], None] = lambda report: None,
     ) -> None:
         self._dsn = dsn
         self._clock = clock
@@ -53,6 +54,7 @@ class Sidecar:
         self._info = info
         self._on_work = on_work
         self._on_lost = on_lost
+        self._on_recovered = on_recovered
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -112,7 +114,7 @@ class Sidecar:
         s = self._settings
         loops = [self._every(s.beat_interval, heartbeat.beat, "heartbeat")]
         if s.maintenance:
-            jobs = Maintenance(broker, on_work=self._on_work)
+            jobs = Maintenance(broker, on_work=self._on_work, on_recovered=self._on_recovered)
             loops += [
                 self._every(s.promote_interval, jobs.promote, "promote"),
                 self._every(s.recover_interval, jobs.recover, "recover"),

@@ -18,19 +18,20 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
 from pqueue import loops
-from pqueue.broker import Capability, Claimer, FullBroker, WorkerInfo
+from pqueue.broker import Capability, Claimer, FullBroker, RecoveryReport, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, BrokerUnavailable
 from pqueue.job import Lease
 from pqueue.logs import JobLogger
-from pqueue.middleware import Middleware, MiddlewareChain
+from pqueue.middleware import Middleware, MiddlewareChain, Outcome
 from pqueue.priority import QueuesArg
 from pqueue.router import Router
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
@@ -183,6 +184,7 @@ class Worker:
                 clock=self._clock,
                 broker_options=self._options,
                 on_work=self._wake_threadsafe,
+                on_recovered=self._recovered_threadsafe,
             )
             await asyncio.to_thread(sidecar.start)
             settler.start()
@@ -259,6 +261,27 @@ class Worker:
         missing = sorted(set(self.router.queues) - set(s.selection.names))
         if missing:
             log.warning("this worker does not consume queue(s) %s that its handlers enqueue to", missing)
+
+    def _recovered_threadsafe(self, report: RecoveryReport) -> None:
+        """Report the side thread's recoveries to the middleware, on this worker's loop."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._middleware.after_recover, report)
+
+    def responsive(self, timeout: float = 1.0) -> bool:
+        """True when the worker is serving (or draining) and its event loop runs a callback
+        within ``timeout`` seconds: a liveness probe, to call from another thread (a handler
+        that blocks the loop makes it False)."""
+        loop = self._loop
+        if loop is None:
+            return False
+        answered = threading.Event()
+        try:
+            loop.call_soon_threadsafe(answered.set)
+        except RuntimeError:  # the loop closed meanwhile
+            return False
+        return answered.wait(timeout)
 
     def _wake_threadsafe(self) -> None:
         loop = self._loop
@@ -441,7 +464,9 @@ class Worker:
         executor.aborting = True
         victims = list(executor.in_handler.values())
         log.warning("shutdown timeout: handing back %d unfinished job(s)", len(victims))
-        await self._settler.release([lease for lease, _ in victims], reason="shutdown timeout")
+        await self._settler.release(
+            [lease for lease, _ in victims], reason="shutdown timeout", outcome=Outcome.CANCELLED
+        )
         for lease, call in victims:
             task = self._tasks.get(lease.job.id)
             if task is not None:

@@ -11,17 +11,21 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import parse_qs
 
 from pqueue.broker import (
+    DONE_WINDOW,
     Capability,
     Claimer,
     IdempotencyState,
     JobPage,
+    JobScan,
+    QueueActivity,
     QueueCounts,
     RecoveryReport,
     WorkerInfo,
+    admin_filter,
     page_request,
 )
 from pqueue.brokers import split_dsn
@@ -181,20 +185,36 @@ class MemoryBroker:
         return self._store.list_queues()
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        return self._store.list_jobs(page_request(status, limit, offset), queue, limit, offset)
+        return self._store.list_jobs(
+            page_request(status, limit, offset, queue=queue, type=type), queue, type, limit, offset
+        )
 
     async def cancel(self, job_id: str) -> bool:
         return self._store.cancel(job_id)
 
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        admin_filter(queue)
         count, woken = self._store.requeue_dead(queue, job_ids)
         self._waiters.wake(woken)
         return count
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        return self._store.purge_dead(queue, job_ids)
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+    ) -> int:
+        admin_filter(queue, older_than=older_than)
+        return self._store.purge_dead(queue, job_ids, older_than)
 
     async def prune(self, *, limit: int = 1000) -> int:
         return self._store.prune(limit)
@@ -207,3 +227,14 @@ class MemoryBroker:
 
     async def list_workers(self) -> list[WorkerInfo]:
         return self._store.list_workers()
+
+    async def check_health(self) -> str:
+        return f"memory store {self.name!r}"
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        return self._store.activity(window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        jobs = self._store.scan(scan)
+        for start in range(0, len(jobs), scan.page_size):
+            yield jobs[start : start + scan.page_size]

@@ -15,7 +15,15 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from pqueue.broker import IdempotencyState, JobPage, RecoveryReport, WorkerInfo
+from pqueue.broker import (
+    IdempotencyState,
+    JobPage,
+    JobScan,
+    QueueActivity,
+    RecoveryReport,
+    WorkerInfo,
+    in_slice,
+)
 from pqueue.brokers.memory.records import Record
 from pqueue.brokers.memory.waiters import Waiters
 from pqueue.clock import Clock
@@ -225,10 +233,12 @@ class MemoryStore:
         recovered: list[str] = []
         dead: list[str] = []
         woken: set[str] = set()
+        per_queue: Counter[str] = Counter()
         with self.lock:
             expired = [r for r in self._active.values() if r.lease_expires_at <= now]
             expired.sort(key=lambda r: r.lease_expires_at)
             for rec in expired[:limit]:
+                per_queue[rec.queue] += 1
                 rec.recoveries += 1
                 if rec.recoveries > rec.max_recoveries:
                     reason = ErrorInfo("LeaseExpired", f"lease expired {rec.recoveries} times")
@@ -239,7 +249,7 @@ class MemoryStore:
                     self._put_back(rec, now, run_at=rec.run_at)
                     recovered.append(rec.id)
                     woken.add(rec.queue)
-        return RecoveryReport(tuple(recovered), tuple(dead)), woken
+        return RecoveryReport(tuple(recovered), tuple(dead), dict(per_queue)), woken
 
     def promote(self, limit: int) -> int:
         now = self.clock.now()
@@ -299,16 +309,30 @@ class MemoryStore:
         with self.lock:
             return sorted(self._counts)
 
-    def list_jobs(self, status: JobStatus, queue: str | None, limit: int, offset: int) -> JobPage:
+    def list_jobs(
+        self, status: JobStatus, queue: str | None, job_type: str | None, limit: int, offset: int
+    ) -> JobPage:
         with self.lock:
             self._promote_due(self.clock.now())
             matching = sorted(
-                (r for r in self._jobs.values() if r.status is status and queue in (None, r.queue)),
+                (
+                    r
+                    for r in self._jobs.values()
+                    if r.status is status and queue in (None, r.queue) and job_type in (None, r.type)
+                ),
                 key=lambda r: (r.created_at, r.id),
             )
             page = matching[offset : offset + limit]
             nxt = offset + limit if offset + limit < len(matching) else None
             return JobPage(tuple(r.to_job() for r in page), nxt)
+
+    def scan(self, scan: JobScan) -> list[Job]:
+        """Every job ``scan`` matches in its slice (by a CRC-32 of the id), oldest first."""
+        with self.lock:
+            self._promote_due(self.clock.now())
+            records = sorted(self._jobs.values(), key=lambda r: (r.created_at, r.id))
+            jobs = [r.to_job() for r in records if in_slice(r.id, scan)]
+        return [job for job in jobs if scan.keeps(job)]
 
     def cancel(self, job_id: str) -> bool:
         now = self.clock.now()
@@ -342,9 +366,12 @@ class MemoryStore:
                 self._line_up(rec)
             return len(recs), {r.queue for r in recs}
 
-    def purge_dead(self, queue: str | None, job_ids: Sequence[str] | None) -> int:
+    def purge_dead(self, queue: str | None, job_ids: Sequence[str] | None, older_than: float | None) -> int:
+        cutoff = None if older_than is None else self.clock.now() - older_than
         with self.lock:
             recs = self._dead(queue, job_ids)
+            if cutoff is not None:
+                recs = [r for r in recs if (r.finished_at or 0.0) <= cutoff]
             for rec in recs:
                 self._delete(rec)
             return len(recs)
@@ -386,3 +413,19 @@ class MemoryStore:
         with self.lock:
             self._workers = {k: v for k, v in self._workers.items() if v[1] > now}
             return sorted((info for info, _ in self._workers.values()), key=lambda w: w.id)
+
+    def activity(self, window: float) -> QueueActivity:
+        """Oldest due waiting job's age and jobs finished within ``window``, per queue (a scan:
+        the memory backend keeps no index for these, and its stores are small)."""
+        now = self.clock.now()
+        since = now - window
+        with self.lock:
+            oldest: dict[str, float] = {}
+            done = dict.fromkeys(sorted(self._counts), 0)
+            for rec in self._jobs.values():
+                if rec.status.is_waiting and rec.run_at <= now:
+                    oldest[rec.queue] = min(oldest.get(rec.queue, rec.run_at), rec.run_at)
+                elif rec.status in (JobStatus.COMPLETED, JobStatus.DEAD) and (rec.finished_at or 0.0) > since:
+                    done[rec.queue] += 1
+        ages = {queue: now - run_at for queue, run_at in sorted(oldest.items())}
+        return QueueActivity(ages, done, window)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
-from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
+from pqueue.broker import (
+    DONE_WINDOW,
+    JobPage,
+    JobScan,
+    QueueActivity,
+    QueueCounts,
+    WorkerInfo,
+    admin_filter,
+    page_request,
+)
+from pqueue.brokers.postgres.codec import JOB_COLUMNS, row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore
+from pqueue.brokers.postgres.sql import latest_version
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import Job, JobStatus, unreadable_job
@@ -21,6 +31,10 @@ def _listed(row: Sequence[object], status: JobStatus) -> Job:
     except CorruptJob as exc:
         queue = row[2] if len(row) > 2 and isinstance(row[2], str) else "?"
         return unreadable_job(str(row[0]) if row else "?", queue, status, exc)
+
+
+_STATUS = JOB_COLUMNS.index("status")
+_STATUSES = {status.value: status for status in JobStatus}
 
 
 def _id_filter(job_ids: Sequence[str] | None) -> list[str] | None:
@@ -51,10 +65,16 @@ class PostgresAdmin(BrokerCore):
         return [name for (name,) in await self.db.rows(self._q["list_queues"], {}, prepare=False)]
 
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        status = page_request(status, limit, offset)
-        params = {"status": status.value, "queue": queue, "limit": limit, "offset": offset}
+        status = page_request(status, limit, offset, queue=queue, type=type)
+        params = {"status": status.value, "queue": queue, "type": type, "limit": limit, "offset": offset}
         rows = await self.db.rows(self._q["list_jobs"], params, prepare=False)
         jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
@@ -68,11 +88,19 @@ class PostgresAdmin(BrokerCore):
         return bool(rows[0][1])
 
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        admin_filter(queue)
         params = self._params(queue=queue, ids=_id_filter(job_ids))
         return int(await self.db.value(self._q["requeue_dead"], params, prepare=False))
 
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
-        params = {"queue": queue, "ids": _id_filter(job_ids)}
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+    ) -> int:
+        admin_filter(queue, older_than=older_than)
+        params = self._params(queue=queue, ids=_id_filter(job_ids), older_than=older_than)
         return int(await self.db.value(self._q["purge_dead"], params, prepare=False))
 
     async def prune(self, *, limit: int = 1000) -> int:
@@ -91,3 +119,23 @@ class PostgresAdmin(BrokerCore):
     async def list_workers(self) -> list[WorkerInfo]:
         rows = await self.db.fetch(self._q["list_workers"], self._params(), prepare=False)
         return [info for info in map(row_to_worker, rows) if info is not None]
+
+    async def check_health(self) -> str:
+        await self._check_schema(self.db)
+        return f"postgres schema {self.schema!r} at version {latest_version()}"
+
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        rows = await self.db.rows(self._q["activity"], self._params(window=window), prepare=False)
+        ages = {queue: max(0.0, float(age)) for queue, age, _ in rows if age is not None}
+        return QueueActivity(ages, {queue: int(done) for queue, _, done in rows}, window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        params = {
+            "statuses": [status.value for status in scan.statuses],
+            "queue": scan.queue,
+            "since": scan.since,
+            "parts": scan.parts,
+            "part": scan.part,
+        }
+        async for rows in self.db.stream(self._q["scan_jobs"], params, size=scan.page_size):
+            yield [_listed(row, _STATUSES.get(row[_STATUS], JobStatus.DEAD)) for row in rows]

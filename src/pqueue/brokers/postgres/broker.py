@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -254,9 +255,9 @@ class PostgresBroker(PostgresAdmin):
 
     async def recover(self, *, limit: int = 1000) -> RecoveryReport:
         rows = await self.db.rows(self._q["recover"], self._params(limit=limit, keep=MAX_ERROR_HISTORY))
-        recovered = tuple(str(job_id) for job_id, status in rows if status != "dead")
-        dead = tuple(str(job_id) for job_id, status in rows if status == "dead")
-        return RecoveryReport(recovered, dead)
+        recovered = tuple(str(job_id) for job_id, _, status in rows if status != "dead")
+        dead = tuple(str(job_id) for job_id, _, status in rows if status == "dead")
+        return RecoveryReport(recovered, dead, Counter(str(queue) for _, queue, _ in rows))
 
     async def promote(self, *, limit: int = 1000) -> int:
         return int(await self.db.value(self._q["promote"], self._params(limit=limit)))

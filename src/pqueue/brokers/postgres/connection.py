@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, LiteralString
 
 import psycopg
@@ -101,6 +101,8 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if exc is None or not isinstance(exc, psycopg.Error | PoolTimeout):
             return
         schema, dsn = self.schema, self.dsn
+        # The driver's first line says what went wrong (first_line); the rest (LINE 2: ... ^,
+        # hints) is for psql, and would break the one-line errors of logs and the CLI.
         if isinstance(exc, _SCHEMA_MISSING):  # the message says it all: no driver traceback chained
             log.debug("Postgres at %s: %s", address(dsn), exc, exc_info=exc)
             raise SchemaError(
@@ -278,6 +280,23 @@ class Database:
             raise
         finally:
             await pool.putconn(conn)
+
+    async def stream(
+        self, query: LiteralString, params: Params, *, size: int
+    ) -> AsyncIterator[list[tuple[Any, ...]]]:
+        """Rows of one long read through a server-side cursor, ``size`` rows at a time.
+
+        The cursor lives in one read-only transaction on one pooled connection, held until
+        the caller stops iterating; memory stays bounded however many rows match.
+        """
+        with self._translated:
+            async with self._pool.connection() as conn, conn.transaction():
+                await conn.execute("SET TRANSACTION READ ONLY")
+                cur = conn.cursor(name="pqueue_scan", row_factory=tuple_row)
+                await cur.execute(query, params)
+                while rows := await cur.fetchmany(size):
+                    yield rows
+                await cur.close()
 
     async def probe(self, timeout: float = PROBE_TIMEOUT, *, report: bool = True) -> None:
         """Open and close one direct connection; :class:`BrokerUnreachable` (with the cause)

@@ -395,7 +395,7 @@ woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
     FROM moved WHERE status <> 'dead' GROUP BY queue
 )
-SELECT moved.id, moved.status
+SELECT moved.id, moved.queue, moved.status
 FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified
 ORDER BY moved.expired_at, moved.id;
 
@@ -513,12 +513,25 @@ SELECT {job_columns} FROM {schema}.jobs AS t WHERE id = %(id)s;
 
 
 -- name: list_jobs
--- One page of jobs in a status (optionally one queue), oldest first; one extra row tells
--- whether another page follows.
+-- One page of jobs in a status (optionally one queue and/or one type), oldest first; one
+-- extra row tells whether another page follows.
 SELECT {job_columns} FROM {schema}.jobs AS t
 WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
 ORDER BY created_at, id
 LIMIT %(limit)s + 1 OFFSET %(offset)s;
+
+
+-- name: scan_jobs
+-- Every job matching statuses, queue and since (finished at or after it, or unfinished and
+-- enqueued at or after it), in one slice of seq (seq mod parts = part), read through a
+-- server-side cursor by Inspector.scan_jobs.
+SELECT {job_columns} FROM {schema}.jobs AS t
+WHERE status = ANY(%(statuses)s::text[])
+  AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(since)s::float8 IS NULL
+       OR coalesce(finished_at, created_at) >= to_timestamp(%(since)s::float8))
+  AND mod(seq, %(parts)s::bigint) = %(part)s::bigint;
 
 
 -- name: counts
@@ -528,6 +541,19 @@ FROM {schema}.queues AS q
 LEFT JOIN (
     SELECT queue, status, count(*) AS n FROM {schema}.jobs GROUP BY queue, status
 ) AS c ON c.queue = q.name;
+
+
+-- name: activity
+-- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
+-- the claim index answers it) and the jobs finished (completed or dead) in the window.
+SELECT q.name,
+    (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
+     WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
+    (SELECT count(*) FROM {schema}.jobs AS j
+     WHERE j.queue = q.name AND j.status IN ('completed', 'dead')
+       AND j.finished_at > {now} - make_interval(secs => %(window)s))
+FROM {schema}.queues AS q
+ORDER BY q.name;
 
 
 -- name: list_queues
@@ -574,12 +600,15 @@ SELECT count(*) FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 
 
 -- name: purge_dead
--- Delete dead jobs (these ids and/or this queue, or all).
+-- Delete dead jobs (these ids and/or this queue, or all; with older_than, only those that
+-- died at least that many seconds ago).
 WITH gone AS (
     DELETE FROM {schema}.jobs
     WHERE status = 'dead'
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
       AND (%(ids)s::uuid[] IS NULL OR id = ANY (%(ids)s::uuid[]))
+      AND (%(older_than)s::float8 IS NULL
+           OR finished_at <= {now} - make_interval(secs => %(older_than)s::float8))
     RETURNING 1
 )
 SELECT count(*) FROM gone;

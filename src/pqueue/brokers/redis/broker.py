@@ -299,6 +299,7 @@ class RedisBroker(RedisInspector):
     async def recover(self, *, limit: int = 1000) -> RecoveryReport:
         recovered: list[str] = []
         dead: list[str] = []
+        per_queue: dict[str, int] = {}
         for queue in await self.queues_with_work(["active"]):
             left = limit - len(recovered) - len(dead)
             if left <= 0:
@@ -307,7 +308,9 @@ class RedisBroker(RedisInspector):
             back, died = await self.run(call)
             recovered += back
             dead += died
-        return RecoveryReport(tuple(recovered), tuple(dead))
+            if back or died:
+                per_queue[queue] = len(back) + len(died)
+        return RecoveryReport(tuple(recovered), tuple(dead), per_queue)
 
     @translated
     async def promote(self, *, limit: int = 1000) -> int:

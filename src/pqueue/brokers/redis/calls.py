@@ -122,14 +122,30 @@ def requeue_dead(
     return ScriptCall("requeue_dead", keys, [now, k.job_prefix, mode, limit, channel, k.queue, *ids])
 
 
-def purge_dead(k: QueueKeys, job_ids: Sequence[str] | None, limit: int) -> ScriptCall:
+def purge_dead(
+    k: QueueKeys,
+    job_ids: Sequence[str] | None,
+    limit: int,
+    *,
+    now: str = "",
+    older_than_ms: int | None = None,
+) -> ScriptCall:
     ids = list(job_ids or ())
     mode = "all" if job_ids is None else "ids"
-    return ScriptCall("purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, *ids])
+    age = "" if older_than_ms is None else older_than_ms
+    return ScriptCall(
+        "purge_dead", [k.dead] + [k.job(i) for i in ids], [k.job_prefix, mode, limit, now, age, *ids]
+    )
 
 
 def prune(k: QueueKeys, now: str, retention_ms: int, limit: int) -> ScriptCall:
     return ScriptCall("prune", [k.completed, k.cancelled], [now, retention_ms, limit, k.job_prefix])
+
+
+def activity(k: QueueKeys, now: str, window_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "activity", [k.pending, k.scheduled, k.retry, k.completed, k.dead], [now, k.job_prefix, window_ms]
+    )
 
 
 def idempotency_begin(key: str, now: str, owner: str, ttl_ms: int) -> ScriptCall:

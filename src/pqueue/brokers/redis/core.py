@@ -232,6 +232,10 @@ class RedisCore:
 
     async def _check_layout(self, client: Redis) -> None:
         await client.hsetnx(self.keys.meta, "layout", LAYOUT_VERSION)
+        await self.check_layout(client)
+
+    async def check_layout(self, client: Redis) -> None:
+        """Raise :class:`SchemaError` unless the prefix holds this pqueue's key layout (reads only)."""
         found = await client.hget(self.keys.meta, "layout")
         if found != LAYOUT_VERSION:
             raise SchemaError(

@@ -7,13 +7,23 @@ explains why there is no global id index.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from pqueue.broker import JobPage, QueueCounts, WorkerInfo, page_request
+from pqueue.broker import (
+    DONE_WINDOW,
+    JobPage,
+    JobScan,
+    QueueActivity,
+    QueueCounts,
+    WorkerInfo,
+    admin_filter,
+    in_slice,
+    page_request,
+)
 from pqueue.brokers.redis import calls
-from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker
-from pqueue.brokers.redis.core import RedisCore, translated
+from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
+from pqueue.brokers.redis.core import LAYOUT_VERSION, RedisCore, translated
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
@@ -21,6 +31,8 @@ from pqueue.job import Job, JobStatus, unreadable_job
 
 ADMIN_BATCH = 1000
 """Jobs one admin script run handles (requeue/purge of a whole queue loop over batches)."""
+TYPE_SCAN_BATCH = 500
+"""Ids read per round trip when :meth:`RedisInspector.list_jobs` filters by job type."""
 
 _ZSETS = {
     JobStatus.SCHEDULED: "scheduled",
@@ -31,6 +43,7 @@ _ZSETS = {
     JobStatus.CANCELLED: "cancelled",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
+_FINISHED = (*_RETAINED, JobStatus.DEAD)  # zsets scored by the time the job finished
 _STATUS_VALUES = frozenset(s.value for s in JobStatus)
 
 
@@ -100,9 +113,15 @@ class RedisInspector(RedisCore):
 
     @translated
     async def list_jobs(
-        self, status: JobStatus, *, queue: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
     ) -> JobPage:
-        status = page_request(status, limit, offset)
+        status = page_request(status, limit, offset, queue=queue, type=type)
         queues = await self.registered_queues()
         if queue is not None:
             queues = [q for q in queues if q == queue]
@@ -111,6 +130,10 @@ class RedisInspector(RedisCore):
         since = f"({await self.now_ms() - self.retention_ms}"
         keys = [self.queue(q) for q in queues]
         sizes = [int(n) for n in await self.run_many([self._size(k, status, since) for k in keys])]
+        if type is not None:
+            return await self._list_of_type(
+                keys, sizes, status, since=since, job_type=type, limit=limit, offset=offset
+            )
         ranges: list[tuple[Any, ...]] = []
         owners: list[str] = []
         skip, want = offset, limit
@@ -128,8 +151,43 @@ class RedisInspector(RedisCore):
         end = offset + limit
         return JobPage(tuple(jobs), end if end < sum(sizes) else None)
 
+    async def _list_of_type(
+        self,
+        keys: list[QueueKeys],
+        sizes: list[int],
+        status: JobStatus,
+        *,
+        since: str,
+        job_type: str,
+        limit: int,
+        offset: int,
+    ) -> JobPage:
+        """A page of the jobs of one type: the ids are read in listing order, a batch at a
+        time, and kept when their hash's ``type`` matches (admin reads; no type index)."""
+        wanted: list[tuple[str, str]] = []
+        skip = offset
+        for k, size in zip(keys, sizes, strict=True):
+            for start in range(0, size, TYPE_SCAN_BATCH):
+                [ids] = await self.run_many([self._range(k, status, since, start, TYPE_SCAN_BATCH)])
+                if not ids:
+                    break
+                types = await self.run_many([("HGET", k.job(i), "type") for i in ids])
+                for job_id, found in zip(ids, types, strict=True):
+                    if found != job_type:
+                        continue
+                    if skip:
+                        skip -= 1
+                    elif len(wanted) == limit:
+                        return JobPage(tuple(await self._fetch_pairs(wanted, status)), offset + limit)
+                    else:
+                        wanted.append((k.queue, job_id))
+        return JobPage(tuple(await self._fetch_pairs(wanted, status)), None)
+
     async def _fetch(self, owners: list[str], id_lists: list[list[str]], status: JobStatus) -> list[Job]:
         wanted = [(queue, job_id) for queue, ids in zip(owners, id_lists, strict=True) for job_id in ids]
+        return await self._fetch_pairs(wanted, status)
+
+    async def _fetch_pairs(self, wanted: list[tuple[str, str]], status: JobStatus) -> list[Job]:
         if not wanted:
             return []
         found = await self.run_many([("HGETALL", self.queue(q).job(i)) for q, i in wanted])
@@ -162,6 +220,7 @@ class RedisInspector(RedisCore):
 
     @translated
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+        admin_filter(queue)
         queues = await self._admin_queues(queue)
         channel = self.keys.wake_channel
         if job_ids is not None:
@@ -183,18 +242,30 @@ class RedisInspector(RedisCore):
         return total
 
     @translated
-    async def purge_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
+    async def purge_dead(
+        self,
+        *,
+        queue: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        older_than: float | None = None,
+    ) -> int:
+        admin_filter(queue, older_than=older_than)
         queues = await self._admin_queues(queue)
+        now = self.now_arg()
+        age = None if older_than is None else to_ms(older_than)
         if job_ids is not None:
             ids = [i for i in job_ids if is_job_id(i)]
             if not ids or not queues:
                 return 0
-            deleted = await self.run_many([calls.purge_dead(self.queue(q), ids, len(ids)) for q in queues])
+            deleted = await self.run_many(
+                [calls.purge_dead(self.queue(q), ids, len(ids), now=now, older_than_ms=age) for q in queues]
+            )
             return sum(int(n) for n in deleted)
         total = 0
         for q in queues:
             while True:
-                n = int(await self.run(calls.purge_dead(self.queue(q), None, ADMIN_BATCH)))
+                call = calls.purge_dead(self.queue(q), None, ADMIN_BATCH, now=now, older_than_ms=age)
+                n = int(await self.run(call))
                 total += n
                 if n < ADMIN_BATCH:
                     break
@@ -234,3 +305,66 @@ class RedisInspector(RedisCore):
         if gone:
             await self.client.hdel(self.keys.workers, *gone)
         return sorted(live, key=lambda w: w.id)
+
+    @translated
+    async def check_health(self) -> str:
+        await self.client.ping()
+        await self.check_layout(self.client)
+        return f"redis prefix {self.prefix!r} with key layout {LAYOUT_VERSION}"
+
+    @translated
+    async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
+        queues = await self.registered_queues()
+        if not queues:
+            return QueueActivity({}, {}, window)
+        now = self.now_arg()
+        found = await self.run_many([calls.activity(self.queue(q), now, to_ms(window)) for q in queues])
+        ages: dict[str, float] = {}
+        done: dict[str, int] = {}
+        for queue, (at, oldest, finished) in zip(queues, found, strict=True):
+            if int(oldest) >= 0:
+                ages[queue] = max(0, int(at) - int(oldest)) / 1000
+            done[queue] = int(finished)
+        return QueueActivity(ages, done, window)
+
+    async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
+        """Queue by queue, status by status: ids by rank from the status's list or zset
+        (finished ones from the rank of ``since``), then their hashes in one pipeline."""
+        queues = [q for q in await self.list_queues() if scan.queue in (None, q)]
+        for queue in queues:
+            k = self.queue(queue)
+            for status in scan.statuses:
+                start = await self._scan_start(k, status, scan.since)
+                while True:
+                    ids = await self._scan_ids(k, status, start, scan.page_size)
+                    start += len(ids)
+                    wanted = [job_id for job_id in ids if in_slice(job_id, scan)]
+                    jobs = [j for j in await self._scan_fetch(queue, wanted, status) if scan.keeps(j)]
+                    if jobs:
+                        yield jobs
+                    if len(ids) < scan.page_size:
+                        break
+
+    @translated
+    async def _scan_start(self, k: QueueKeys, status: JobStatus, since: float | None) -> int:
+        """The rank of the first finished job at or after ``since`` (and within retention)."""
+        if status not in _FINISHED:
+            return 0
+        floor = -1.0 if since is None else since * 1000
+        if status in _RETAINED:
+            floor = max(floor, await self.now_ms() - self.retention_ms)
+        if floor < 0:
+            return 0
+        [rank] = await self.run_many([("ZCOUNT", getattr(k, _ZSETS[status]), "-inf", f"({floor}")])
+        return int(rank)
+
+    @translated
+    async def _scan_ids(self, k: QueueKeys, status: JobStatus, start: int, count: int) -> list[str]:
+        key = k.pending if status is JobStatus.PENDING else getattr(k, _ZSETS[status])
+        command = "LRANGE" if status is JobStatus.PENDING else "ZRANGE"
+        [ids] = await self.run_many([(command, key, start, start + count - 1)])
+        return list(ids)
+
+    @translated
+    async def _scan_fetch(self, queue: str, ids: list[str], status: JobStatus) -> list[Job]:
+        return await self._fetch([queue], [ids], status)

@@ -31,6 +31,7 @@ SCRIPT_NAMES = (
     "requeue_dead",
     "purge_dead",
     "prune",
+    "activity",
     "idempotency_begin",
     "idempotency_end",
 )

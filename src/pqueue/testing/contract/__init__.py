@@ -17,6 +17,7 @@ from pqueue.testing.contract.idempotency import IdempotencyContract
 from pqueue.testing.contract.lifecycle import LifecycleContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract
+from pqueue.testing.contract.scan import ScanContract
 from pqueue.testing.contract.unique import UniqueContract
 from pqueue.testing.contract.wakeup import HandoffContract, WakeupContract
 
@@ -32,6 +33,7 @@ ALL_CONTRACTS = (
     BadInputContract,
     WakeupContract,
     HandoffContract,
+    ScanContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from pqueue.broker import FullBroker, WorkerInfo
+from pqueue.broker import DONE_WINDOW, FullBroker, QueueActivity, WorkerInfo
 from pqueue.clock import ManualClock
 from pqueue.errors import InvalidRequest, JobNotFound
 from pqueue.ids import new_id
@@ -149,3 +151,94 @@ class AdminContract:
         await broker.register_worker(info, ttl=30)
         await broker.unregister_worker("w-1")
         assert await broker.list_workers() == []
+
+    async def test_activity_measures_oldest_due_job_and_jobs_done(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        assert await broker.activity() == QueueActivity({}, {})
+        await put_many(broker, 2, queue="a")
+        clock.advance(5)
+        await put(broker, queue="b")
+        await put(broker, queue="c", delay=30)  # scheduled: not due, so not waiting yet
+        clock.advance(2)
+        seen = await broker.activity()
+        assert set(seen.oldest_pending_age) == {"a", "b"}
+        assert seen.oldest_pending_age["a"] == pytest.approx(7, abs=0.01)
+        assert seen.oldest_pending_age["b"] == pytest.approx(2, abs=0.01)
+        assert seen.done == {"a": 0, "b": 0, "c": 0} and seen.window == DONE_WINDOW
+        [lease] = await take(broker, ["a"])
+        assert await broker.ack([lease]) == [True]
+        [lease] = await take(broker, ["b"])
+        assert await broker.fail(lease, boom("poison"), retry_in=None)
+        clock.advance(31)  # c's job is due (since 3 s) but no promote pass has run
+        seen = await broker.activity()
+        assert seen.oldest_pending_age["a"] == pytest.approx(38, abs=0.01)
+        assert seen.oldest_pending_age["c"] == pytest.approx(3, abs=0.01)
+        assert "b" not in seen.oldest_pending_age
+        assert seen.done == {"a": 1, "b": 1, "c": 0}
+        assert (await broker.activity(window=10)).done == {"a": 0, "b": 0, "c": 0}
+        clock.advance(30)  # 61 s after they finished
+        assert (await broker.activity()).done == {"a": 0, "b": 0, "c": 0}
+
+    async def test_list_jobs_filters_by_type(self, broker: FullBroker) -> None:
+        wanted: list[str] = []
+        for i in range(4):
+            wanted.append(await put(broker, "kind:a", i, queue="q1"))
+            await put(broker, "kind:b", i, queue="q1")
+        wanted.append(await put(broker, "kind:a", 9, queue="q2"))
+        seen: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await broker.list_jobs(JobStatus.PENDING, type="kind:a", limit=2, offset=offset)
+            assert len(page.jobs) <= 2 and {job.type for job in page.jobs} <= {"kind:a"}
+            seen.extend(job.id for job in page.jobs)
+            offset = page.next_offset
+        assert sorted(seen) == sorted(wanted)
+        one_queue = await broker.list_jobs(JobStatus.PENDING, queue="q1", type="kind:a", limit=10)
+        assert (
+            sorted(job.id for job in one_queue.jobs) == sorted(wanted[:4]) and one_queue.next_offset is None
+        )
+        assert (await broker.list_jobs(JobStatus.PENDING, type="kind:none")).jobs == ()
+
+    async def test_purge_dead_older_than(self, broker: FullBroker, clock: ManualClock) -> None:
+        old = await _kill(broker, 2, queue="a")
+        clock.advance(100)
+        young = await _kill(broker, 1, queue="a")
+        assert await broker.purge_dead(job_ids=[*old, *young], older_than=150) == 0
+        assert await broker.purge_dead(job_ids=[old[0], young[0]], older_than=50) == 1
+        assert await broker.purge_dead(queue="a", older_than=50) == 1
+        for job_id in old:
+            with pytest.raises(JobNotFound):
+                await broker.get_job(job_id)
+        assert await status_of(broker, young[0]) is JobStatus.DEAD
+        clock.advance(100)
+        assert await broker.purge_dead(older_than=50) == 1
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            {"list": {"queue": "no spaces"}},
+            {"list": {"type": "bad type!"}},
+            {"requeue": {"queue": "{slot}"}},
+            {"purge": {"queue": ""}},
+            {"purge": {"older_than": -1}},
+            {"purge": {"older_than": float("nan")}},
+        ],
+    )
+    async def test_admin_filters_refuse_bad_names_and_ages(
+        self, broker: FullBroker, call: dict[str, dict[str, Any]]
+    ) -> None:
+        dead = await _kill(broker, 1)
+        [(what, kwargs)] = call.items()
+        with pytest.raises(InvalidRequest):
+            if what == "list":
+                await broker.list_jobs(JobStatus.DEAD, **kwargs)
+            elif what == "requeue":
+                await broker.requeue_dead(**kwargs)
+            else:
+                await broker.purge_dead(**kwargs)
+        assert await status_of(broker, dead[0]) is JobStatus.DEAD
+
+    async def test_check_health_says_what_it_checked(self, broker: FullBroker) -> None:
+        described = await broker.check_health()
+        assert isinstance(described, str) and described

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import pytest
 
@@ -22,6 +23,7 @@ class RecoveryContract:
         clock.advance(1.01)
         report = await broker.recover()
         assert report.recovered == (job_id,) and report.dead == ()
+        assert dict(report.queues) == {"default": 1}
         job = await broker.get_job(job_id)
         assert job.status is JobStatus.PENDING
         assert job.recoveries == 1 and job.attempt == 0  # a crash is not a handler error
@@ -88,6 +90,7 @@ class RecoveryContract:
         clock.advance(31)
         report = await broker.recover()
         assert report.dead == (job_id,) and report.recovered == ()
+        assert dict(report.queues) == {"default": 1}  # a lease expired: counted as a recovery too
         job = await broker.get_job(job_id)
         assert job.status is JobStatus.DEAD and job.recoveries == 3
         assert job.last_error is not None and "lease expired 3 times" in job.last_error.message
@@ -104,12 +107,14 @@ class RecoveryContract:
             assert await broker.fail(lease, boom(), retry_in=300)
         clock.advance(3600)
         recovered: set[str] = set()
+        per_queue: Counter[str] = Counter()
         while True:
             report = await broker.recover(limit=15)
             if not report.recovered and not report.dead:
                 break
             recovered.update(report.recovered)
-        assert recovered == set(active)
+            per_queue.update(report.queues)
+        assert recovered == set(active) and per_queue == {"a": 40}
         claimed = await take(broker, ["a", "s", "r"], limit=200)
         assert sorted(lease.job.id for lease in claimed) == sorted(active + scheduled + retried)
         assert all(lease.job.attempt == (2 if lease.job.queue == "r" else 1) for lease in claimed)

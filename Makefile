@@ -1,0 +1,70 @@
+# The two commands a newcomer needs (README "Try it"); nothing else has to be typed first.
+#   make demo   .venv with pqueue installed, then `pqueue demo` on the in-memory backend
+#   make test   .venv with the dev extras, local services, then every step in TEST_STEPS
+# The venv is (re)built only when pyproject.toml changed since its stamp, so a second run
+# goes straight to the work. CI runs `make demo` and `make test` with VENV=.ci-venv (.ci/run, ADR 0071).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+export PQUEUE_TEST_REDIS_URL ?= redis://127.0.0.1:6379/3
+export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
+
+# `make test` runs these in order. A new step is one name here plus its target below.
+# deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
+# metrics test when it can. spark is last: it adds PySpark to the venv on its first run.
+TEST_STEPS := lint typecheck deploy-check pytest spark
+
+.PHONY: demo test services $(TEST_STEPS) clean
+
+demo: $(VENV)/.stamp-demo
+	$(BIN)/pqueue demo
+
+test: $(TEST_STEPS)
+
+lint: $(VENV)/.stamp-dev
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+
+typecheck: $(VENV)/.stamp-dev
+	$(BIN)/mypy src
+	$(BIN)/mypy examples
+
+# The README's test command.
+pytest: $(VENV)/.stamp-dev services
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+services:
+	@bash .ci/services
+
+# deploy/ checked offline: promtool on the Prometheus config, alert rules and dashboard.
+deploy-check:
+	@bash .ci/deploy-check.sh
+
+# Tests marked `spark` (deselected from the pytest step): the data source, export, report,
+# and the docs pages that use them, on one local[2] SparkSession (docs/spark.md).
+spark: $(VENV)/.stamp-spark services
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -m spark tests/spark tests/docs $(PYTEST_ARGS)
+
+# -- the venv -------------------------------------------------------------------------
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# `pqueue demo` runs on memory:// and needs no extra.
+$(VENV)/.stamp-demo: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $@ $(VENV)/.stamp-demo
+
+# PySpark is a 456 MB source package the first time; pip keeps the wheel it builds in its cache.
+$(VENV)/.stamp-spark: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev,spark]"
+	@touch $@ $(VENV)/.stamp-dev $(VENV)/.stamp-demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,86 @@
+"""``pqueue stats``: jobs per queue and status, throughput, the oldest waiting job, live workers."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from pqueue.cli._admin import command_parser, console, emit_json, open_client, queue_filter, rich_module
+from pqueue.client import Stats
+from pqueue.durations import parse_duration
+from pqueue.errors import ConfigError, InvalidRequest
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = command_parser(
+        subparsers,
+        "stats",
+        help="jobs per queue and status, jobs/s, oldest pending job, live workers",
+        description="""
+            Per queue: pending, scheduled, active, retry, dead and completed (within retention)
+            jobs, jobs done per second over the last minute, and how long the oldest due job
+            has waited; then the live workers. --watch redraws it in place until Ctrl-C.
+        """,
+        examples=[
+            "pqueue stats --dsn redis://127.0.0.1:6379/0",
+            "pqueue stats --queue emails --watch 2",
+            "PQUEUE_DSN=postgresql://app@db/app pqueue stats --json | jq .totals",
+        ],
+    )
+    parser.add_argument("--queue", help="only this queue (and the workers serving it)")
+    parser.add_argument(
+        "--watch", metavar="SECONDS", help="refresh every SECONDS (30s, 2m, ...) until Ctrl-C"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    queue = queue_filter(args.queue)
+    interval = None if args.watch is None else parse_duration(args.watch)
+    if interval is not None and interval <= 0:
+        raise InvalidRequest(f"--watch must be more than 0 seconds, got {args.watch!r}")
+    if interval is not None and args.json:
+        raise ConfigError("--watch redraws a table; --json prints one document: choose one")
+    with open_client(args) as client:
+
+        def snapshot() -> Stats:
+            stats = client.stats()
+            return stats if queue is None else stats.only(queue)
+
+        if args.json:
+            emit_json(snapshot().to_dict())
+        elif interval is None:
+            console().print(render(snapshot()))
+        else:
+            watch(snapshot, interval)
+    return 0
+
+
+def watch(snapshot: Any, interval: float) -> None:
+    """Redraw the stats every ``interval`` seconds in place (rich Live) until Ctrl-C."""
+    live = rich_module("rich.live").Live(render(snapshot()), console=console(), auto_refresh=False)
+    try:
+        with live:
+            while True:
+                time.sleep(interval)
+                live.update(render(snapshot()), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+def render(stats: Stats) -> Any:
+    """The queue table and the worker line, as one rich renderable."""
+    table_cls = rich_module("rich.table").Table
+    header, rows = stats.table()
+    table = table_cls()
+    table.add_column(header[0], no_wrap=True)
+    for name in header[1:]:
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    if not rows:
+        table.caption = "no queue has held a job yet"
+    workers = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in stats.workers)
+    line = f"live workers: {len(stats.workers)}" + (f" - {workers}" if workers else "")
+    return rich_module("rich.console").Group(table, line)

@@ -1,0 +1,98 @@
+"""The block finder: which fences run, which only illustrate, outputs and file blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.docs.fences import blocks, runnable
+from tests.docs.runner import PageRun
+
+PAGE = """# A page
+
+```python
+# myapp/tasks.py
+X = 1
+```
+
+```python
+print(1 + 1)
+```
+
+```output
+2
+```
+
+```bash notest: runs until SIGTERM
+pqueue worker app:router
+```
+
+```sh
+echo hi
+```
+
+```text
+not code
+```
+
+- in a list:
+
+  ```py
+  y = 2
+  ```
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    return page
+
+
+def test_languages_notest_outputs_and_files(tmp_path: Path) -> None:
+    found = blocks(write(tmp_path, PAGE))
+    assert [(b.line, b.language, b.notest) for b in found] == [
+        (3, "python", False),
+        (8, "python", False),
+        (16, "bash", True),
+        (20, "bash", False),
+        (24, None, False),  # ```text: not run
+        (30, "python", False),
+    ]
+    assert found[0].file == "myapp/tasks.py"
+    assert found[1].file is None and found[1].output == "2\n"
+    assert found[5].code == "y = 2\n"  # the list's indentation is taken off
+    assert [b.line for b in runnable(write(tmp_path, PAGE))] == [3, 8, 20, 30]
+
+
+def test_an_output_block_after_prose_is_not_an_expectation(tmp_path: Path) -> None:
+    text = "```python\nprint(3)\n```\n\nSome prose.\n\n```output\n3\n```\n"
+    [code, output] = blocks(write(tmp_path, text))
+    assert code.output is None and output.info == "output"
+
+
+def test_an_unclosed_fence_is_an_error_not_a_silently_skipped_block(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="never closed"):
+        blocks(write(tmp_path, "```python\nprint(1)\n"))
+
+
+def test_dsns_are_rewritten_to_the_namespace_keeping_other_options(tmp_path: Path) -> None:
+    run = PageRun(
+        tmp_path,
+        {"redis": "redis://127.0.0.1:6379/3?prefix=ns1", "postgres": "postgresql://h/t?schema=ns1"},
+        "ns1",
+    )
+    try:
+        code = (
+            'a = "redis://localhost:6379/0"\n'
+            "b = 'postgresql://app@db/app?schema=jobs&retention=60'\n"
+            'c = "memory://t1?retention=5"; d = "memory://"\n'
+        )
+        assert run.rewrite(code) == (
+            'a = "redis://127.0.0.1:6379/3?prefix=ns1"\n'
+            "b = 'postgresql://h/t?schema=ns1&retention=60'\n"
+            'c = "memory://ns1-t1?retention=5"; d = "memory://ns1-default"\n'
+        )
+    finally:
+        run.close(lambda service: None)
