@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import traceback
@@ -46,8 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(func(args))
     except PQueueError as exc:
         # An expected failure (an unreachable broker, a missing schema, a bad option): one
-        # line naming the cause. The traceback only with --log-level DEBUG.
-        if str(getattr(args, "log_level", "")).upper() == "DEBUG":
+        # line naming the cause. The traceback only with --log-level DEBUG (or, for the
+        # commands without that flag, PQUEUE_LOG_LEVEL=DEBUG).
+        level = getattr(args, "log_level", None) or os.environ.get("PQUEUE_LOG_LEVEL", "")
+        if str(level).upper() == "DEBUG":
             traceback.print_exc()
         print(f"pqueue: error: {_one_line(exc)}", file=sys.stderr)
         return 1
