@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
+from typing import NoReturn
 
 import pytest
 import pytest_asyncio
@@ -52,10 +53,15 @@ def service_url(name: str | None) -> str | None:
         _services[name] = services.discover(name)
     service = _services[name]
     if service.url is None:
-        if name in services.required():
-            pytest.fail(f"PQUEUE_TEST_REQUIRE names {name}, but {service.problem}", pytrace=False)
-        pytest.skip(f"SKIPPED {name.upper()} BACKEND: {service.problem}")
+        missing(name, f"SKIPPED {name.upper()} BACKEND: {service.problem}")
     return service.url
+
+
+def missing(name: str, reason: str) -> NoReturn:
+    """Skip loudly for want of service/binary ``name`` -- or fail, if PQUEUE_TEST_REQUIRE names it."""
+    if name in services.required():
+        pytest.fail(f"PQUEUE_TEST_REQUIRE names {name}, but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

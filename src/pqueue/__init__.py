@@ -10,6 +10,7 @@ from pqueue.clock import Clock, ManualClock, SystemClock
 from pqueue.errors import (
     BrokerError,
     BrokerUnavailable,
+    BrokerUnreachable,
     ClientClosed,
     ConfigError,
     CorruptJob,
@@ -88,6 +89,7 @@ __all__ = [
     "LeaseLost",
     "BrokerError",
     "BrokerUnavailable",
+    "BrokerUnreachable",
     "ClientClosed",
     "SchemaError",
     "CorruptJob",

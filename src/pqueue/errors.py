@@ -73,6 +73,16 @@ class BrokerUnavailable(BrokerError, ConnectionError):
     """The broker's server cannot be reached; the operation may be retried."""
 
 
+class BrokerUnreachable(BrokerUnavailable):
+    """The broker's server could not be reached (connection refused, authentication failed,
+    timeout, TLS, ...): ``address`` is its host:port, ``cause`` the short reason."""
+
+    def __init__(self, message: str | None = None, *, address: str = "", cause: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+        self.cause = cause
+
+
 class SchemaError(BrokerError):
     """The broker's storage schema is missing or newer than this version knows."""
 

@@ -84,6 +84,29 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, default=str, ensure_ascii=False)
 
 
+class Demote(logging.Filter):
+    """A logger filter that turns a library's chatty records (below ``ERROR``) into DEBUG ones.
+
+    psycopg_pool logs a WARNING for every failed reconnect attempt of every pool (hundreds
+    in a one-second Postgres restart) and an INFO for every connection it adds. pqueue
+    reports an outage itself, once (:mod:`pqueue.brokers.health`), so those records are
+    folded into DEBUG: ``--log-level DEBUG`` still shows them, nothing else does.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).getEffectiveLevel() <= logging.DEBUG
+        return True
+
+
+def demote(logger_name: str) -> None:
+    """Install :class:`Demote` on ``logger_name`` (once)."""
+    logger = logging.getLogger(logger_name)
+    if not any(isinstance(f, Demote) for f in logger.filters):
+        logger.addFilter(Demote())
+
+
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     """Set up the root logger for the CLI: ``text`` (human) or ``json`` (one object per line)."""
     handler = logging.StreamHandler(sys.stderr)

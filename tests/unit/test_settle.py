@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
+from pqueue.errors import BrokerUnavailable
 from pqueue.ids import new_id
 from pqueue.job import Job, JobStatus, Lease
 from pqueue.middleware import MiddlewareChain
@@ -76,3 +80,44 @@ async def test_cheap_acks_are_not_waited_for() -> None:
     settler.complete(_lease(), None, 0.0)
     await asyncio.wait_for(settler.close(), 5)  # would wait 30 s if the acker lingered
     assert broker.batches == [3, 1]
+
+
+class DownFor:
+    """A broker whose ack fails with BrokerUnavailable ``failures`` times, then works."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    async def ack(self, leases: list[Lease], results_json: Any = None) -> list[bool]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise BrokerUnavailable("Redis at 127.0.0.1:1 is unreachable: connection refused")
+        return [True] * len(leases)
+
+
+async def _settle_through(broker: DownFor, patience: float) -> WorkerCounters:
+    counters = WorkerCounters()
+    settler = Settler(broker, LeaseBook(), MiddlewareChain(), counters, patience=patience)  # type: ignore[arg-type]
+    settler.start()
+    settler.complete(_lease(), None, 0.0)
+    await asyncio.wait_for(settler.close(), 10)
+    return counters
+
+
+async def test_an_ack_is_retried_through_an_outage_while_its_lease_holds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    broker = DownFor(failures=8)  # 0.05 + 0.1 + 0.2 + 5 x 0.2 s down: more tries than before (7)
+    with caplog.at_level(logging.INFO, logger="pqueue.worker"):
+        counters = await _settle_through(broker, patience=3.0)
+    assert broker.calls == 9 and (counters.completed, counters.lost) == (1, 0)
+    assert caplog.records == []  # the outage is the broker health's to log, once
+
+
+async def test_an_ack_gives_up_once_its_lease_cannot_hold(caplog: pytest.LogCaptureFixture) -> None:
+    broker = DownFor(failures=1000)
+    counters = await _settle_through(broker, patience=0.5)
+    assert (counters.completed, counters.lost) == (0, 1)
+    assert broker.calls < 10
+    assert "could not ack 1 job(s)" in caplog.text

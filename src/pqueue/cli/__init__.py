@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pqueue.errors import PQueueError
@@ -44,7 +46,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(func(args))
     except PQueueError as exc:
-        print(f"pqueue: error: {exc}", file=sys.stderr)
+        # An expected failure (an unreachable broker, a missing schema, a bad option): one
+        # line naming the cause. The traceback only with --log-level DEBUG (or, for the
+        # commands without that flag, PQUEUE_LOG_LEVEL=DEBUG).
+        level = getattr(args, "log_level", None) or os.environ.get("PQUEUE_LOG_LEVEL", "")
+        if str(level).upper() == "DEBUG":
+            traceback.print_exc()
+        print(f"pqueue: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error's message on one line (driver messages may carry a LINE/HINT tail)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -13,6 +13,15 @@ class LeaseBook:
 
     The worker loop adds leases when it claims and removes them once settled; the
     heartbeat thread extends every lease listed here and refreshes every key.
+
+    A lease whose settlement (ack, fail, release) has been sent is marked *settling*
+    until the reply comes back and :meth:`remove` drops it. The heartbeat keeps extending
+    it (a settlement retried through an outage needs its lease), but a refused extension
+    of a settling lease is no loss: the settlement most likely landed first (an ack
+    between the heartbeat's snapshot and its extend), and the settlement's own reply says
+    whether the lease was lost. Without the mark the heartbeat now and then reported
+    such a job as lost, e.g. about a second (one beat) after a busy worker started
+    (ADR 0062).
     """
 
     def __init__(self) -> None:
@@ -20,6 +29,7 @@ class LeaseBook:
         self._leases: dict[str, Lease] = {}
         self._keys: dict[str, tuple[str, str]] = {}  # job id -> (idempotency key, owner)
         self._lost: set[str] = set()
+        self._settling: set[str] = set()  # job ids whose settlement is in flight
 
     def __len__(self) -> int:
         return len(self._leases)
@@ -38,6 +48,15 @@ class LeaseBook:
                     del self._leases[job_id]
                     self._keys.pop(job_id, None)
                     self._lost.discard(job_id)
+                    self._settling.discard(job_id)
+
+    def settling(self, leases: Iterable[Lease]) -> None:
+        """Mark leases whose settlement is about to be sent (before sending it)."""
+        with self._lock:
+            for lease in leases:
+                held = self._leases.get(lease.job.id)
+                if held is not None and held.token == lease.token:
+                    self._settling.add(lease.job.id)
 
     def hold_key(self, lease: Lease, key: str, owner: str) -> None:
         with self._lock:
@@ -53,12 +72,16 @@ class LeaseBook:
             return list(self._leases.values()), list(self._keys.values())
 
     def mark_lost(self, leases: Iterable[Lease]) -> list[Lease]:
-        """Record leases the broker refused to extend; returns those still held (really lost)."""
+        """Record leases the broker refused to extend; returns those really lost: still
+        held, not being settled, and not reported before."""
         lost: list[Lease] = []
         with self._lock:
             for lease in leases:
-                held = self._leases.get(lease.job.id)
-                if held is not None and held.token == lease.token and lease.job.id not in self._lost:
+                job_id = lease.job.id
+                held = self._leases.get(job_id)
+                if held is None or held.token != lease.token or job_id in self._settling:
+                    continue
+                if job_id not in self._lost:
                     self._lost.add(lease.job.id)
                     lost.append(lease)
         return lost

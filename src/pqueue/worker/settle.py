@@ -18,7 +18,8 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple, TypeVar
 
 from pqueue.broker import FullBroker
-from pqueue.job import ErrorInfo, Lease
+from pqueue.errors import BrokerUnavailable
+from pqueue.job import ErrorInfo, JobStatus, Lease
 from pqueue.middleware import JobReport, MiddlewareChain, Outcome
 from pqueue.worker.leases import LeaseBook
 
@@ -26,8 +27,12 @@ log = logging.getLogger("pqueue.worker")
 
 T = TypeVar("T")
 
-RETRY_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
-"""Back-off between attempts to reach the broker when a settlement fails."""
+RETRY_DELAYS = (0.05, 0.1, 0.2)
+"""Back-off between the first attempts to reach the broker when a settlement fails; then
+every OUTAGE_RETRY seconds, for as long as the lease may still hold (``patience``)."""
+OUTAGE_RETRY = 0.2
+"""Seconds between attempts of the worker's loops (claim, settle, heartbeat) while the broker
+is unreachable: they go through within this long of its return."""
 
 
 @dataclass
@@ -80,8 +85,11 @@ class Settler:
         on_acked: Callable[[], None] = lambda: None,
         ack_interval: float = 0.0,
         busy_batch: int = 1,
+        patience: float = 30.0,
     ) -> None:
         self.broker = broker
+        self.patience = patience
+        """Seconds a failing settlement is retried: the lease, past which retrying is futile."""
         self.ack_interval = ack_interval
         """Under load, how long a finished job may wait for others to share its ack."""
         self.busy_batch = busy_batch
@@ -130,6 +138,7 @@ class Settler:
         self, lease: Lease, error: BaseException, info: ErrorInfo, retry_in: float | None, duration: float
     ) -> None:
         """Record the failure: the job waits ``retry_in`` seconds, or is dead when None."""
+        self.book.settling([lease])
         try:
             ok = await self._with_retries(lambda: self.broker.fail(lease, info, retry_in=retry_in))
         except Exception:
@@ -153,6 +162,7 @@ class Settler:
         (a handler cut short)."""
         if not leases:
             return
+        self.book.settling(leases)
         try:
             oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
         except Exception:
@@ -193,6 +203,7 @@ class Settler:
     async def _ack(self, batch: list[_Done]) -> None:
         leases = [done.lease for done in batch]
         results = [done.result_json for done in batch]
+        self.book.settling(leases)
         try:
             oks = await self._with_retries(
                 lambda: self.broker.ack(leases, results if any(r is not None for r in results) else None)
@@ -200,23 +211,54 @@ class Settler:
         except Exception:
             log.exception("could not ack %d job(s); their leases will expire and they run again", len(leases))
             oks = [False] * len(leases)
+        if not all(oks):
+            oks = [ok or await self._landed_before(lease) for lease, ok in zip(leases, oks, strict=True)]
         self.book.remove(leases)
         for done, ok in zip(batch, oks, strict=True):
             if not ok:
                 log.warning("job %s finished but its lease was lost; it may run again", done.lease.job.id)
             self.report(JobReport(done.lease.job, done.outcome if ok else Outcome.LOST, done.duration))
 
+    async def _landed_before(self, lease: Lease) -> bool:
+        """Whether a refused ack was refused because an earlier send of it had landed.
+
+        An ack applied just before the connection died loses its reply; sent again (by
+        the settler, or by the Postgres broker's one retry on a fresh connection) it is
+        refused, the job being completed already. The job is ours if it is completed in
+        the very run our lease started: same attempt, same recoveries, same start.
+        Anything else -- recovered and run elsewhere, or unreadable -- is a lost lease.
+        """
+        try:
+            job = await self.broker.get_job(lease.job.id)
+        except Exception:  # noqa: BLE001 - cannot tell: report the lease as lost
+            return False
+        mine = lease.job
+        ours = job.status == JobStatus.COMPLETED and (job.attempt, job.recoveries, job.started_at) == (
+            mine.attempt,
+            mine.recoveries,
+            mine.started_at,
+        )
+        if ours:
+            log.debug("the ack of job %s had landed before its reply was lost", mine.id)
+        return ours
+
     async def _with_retries(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Retry a settlement while the broker is unreachable; the lease keeps the job safe meanwhile."""
-        for delay in (*RETRY_DELAYS, None):
+        """Retry a settlement while the broker is unreachable, for as long as the lease may
+        hold (``patience`` from the first failure): the lease keeps the job safe meanwhile,
+        and the lease token fences a settlement that arrives too late."""
+        give_up = time.monotonic() + self.patience
+        delays = iter(RETRY_DELAYS)
+        while True:
             try:
                 return await call()
             except (ConnectionError, OSError, TimeoutError) as exc:
-                if delay is None:
+                delay = next(delays, OUTAGE_RETRY)
+                if time.monotonic() + delay > give_up:
                     raise
-                log.warning("settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
+                # A BrokerUnavailable is logged once per outage (pqueue.brokers.health).
+                level = logging.DEBUG if isinstance(exc, BrokerUnavailable) else logging.WARNING
+                log.log(level, "settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """Wait for every queued ack to be durable, then stop the batcher."""

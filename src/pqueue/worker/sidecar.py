@@ -19,11 +19,13 @@ from typing import Any
 from pqueue.broker import FullBroker, RecoveryReport, WorkerInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
+from pqueue.errors import BrokerUnavailable
 from pqueue.job import Lease
 from pqueue.worker.config import WorkerSettings
 from pqueue.worker.heartbeat import Heartbeat
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.maintenance import Maintenance
+from pqueue.worker.settle import OUTAGE_RETRY
 
 log = logging.getLogger("pqueue.worker")
 
@@ -127,10 +129,15 @@ class Sidecar:
         assert self._stop is not None
         loop = asyncio.get_running_loop()
         while not self._stop.is_set():
-            started = loop.time()
+            started, wait = loop.time(), interval
             try:
                 await step()
-            except Exception as exc:  # noqa: BLE001 - a broker outage must not end the heartbeat
+            except BrokerUnavailable as exc:
+                # Logged once per outage by the server's health (pqueue.brokers.health); try
+                # again soon, so leases are extended the moment the server is back.
+                log.debug("%s failed (%s); retrying", name, exc)
+                wait = min(interval, OUTAGE_RETRY)
+            except Exception as exc:  # noqa: BLE001 - nothing may end the heartbeat
                 log.warning("%s failed (%s: %s); retrying", name, type(exc).__name__, exc)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), max(0.0, interval - (loop.time() - started)))
+                await asyncio.wait_for(self._stop.wait(), max(0.0, wait - (loop.time() - started)))

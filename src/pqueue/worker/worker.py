@@ -28,7 +28,7 @@ from pqueue import loops
 from pqueue.broker import Capability, Claimer, FullBroker, RecoveryReport, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
-from pqueue.errors import BrokerError
+from pqueue.errors import BrokerError, BrokerUnavailable
 from pqueue.job import Lease
 from pqueue.logs import JobLogger
 from pqueue.middleware import Middleware, MiddlewareChain, Outcome
@@ -38,7 +38,7 @@ from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
 from pqueue.worker.executor import Executor
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.pacing import Pacer
-from pqueue.worker.settle import Settler, WorkerCounters
+from pqueue.worker.settle import OUTAGE_RETRY, Settler, WorkerCounters
 from pqueue.worker.shutdown import ShutdownSignals
 from pqueue.worker.sidecar import Sidecar
 from pqueue.worker.threads import HandlerThreads
@@ -213,6 +213,7 @@ class Worker:
             on_acked=self._slots.set,
             ack_interval=self.settings.ack_interval,
             busy_batch=self.settings.concurrency,
+            patience=self.settings.lease,
         )
         self._executor = Executor(
             broker=broker,
@@ -314,7 +315,12 @@ class Worker:
             except Exception as exc:  # no claim failure may end the worker
                 failures += 1
                 delay = min(5.0, 0.1 * 2**failures)
-                if isinstance(exc, _BROKER_TROUBLE):
+                if isinstance(exc, BrokerUnavailable):
+                    # The outage is logged once (pqueue.brokers.health); try again soon, so
+                    # claims resume within OUTAGE_RETRY of the server being back.
+                    delay = OUTAGE_RETRY
+                    log.debug("claim failed (%s); retrying in %.2fs", exc, delay)
+                elif isinstance(exc, _BROKER_TROUBLE):
                     log.warning("claim failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, delay)
                 else:  # a bug or something unforeseen in storage: say so loudly, keep going
                     log.exception("claim failed unexpectedly; retrying in %.1fs", delay)
@@ -406,7 +412,8 @@ class Worker:
         self._wake.clear()
         if waiter in done and waiter.exception() is not None:
             exc = waiter.exception()
-            log.warning("waiting for jobs failed (%s: %s)", type(exc).__name__, exc)
+            level = logging.DEBUG if isinstance(exc, BrokerUnavailable) else logging.WARNING
+            log.log(level, "waiting for jobs failed (%s: %s)", type(exc).__name__, exc)
             await self._pause(min(1.0, self.settings.poll_interval))
 
     async def _pause(self, seconds: float) -> None:

@@ -2,17 +2,27 @@
 
 Every statement runs in autocommit on a pooled psycopg connection. When a statement fails
 because the connection died (a Postgres restart, ``pg_terminate_backend``, a network cut),
-the pool is told to check its idle connections and the statement is retried once on a
-fresh one. That retry is safe for every statement pqueue runs: job ids are made by the
-producer (``ON CONFLICT (id) DO NOTHING``), settlements are fenced by lease tokens, and a
-claim whose reply was lost only leaves leases that recovery hands back. ADR 0013 has the
-reasoning. Anything still failing surfaces as :class:`~pqueue.errors.BrokerUnavailable`.
+the server is probed with one direct connection: if it answers, the pool is replaced by a
+fresh one and the statement is retried once on it; if it does not, the statement fails at
+once with :class:`~pqueue.errors.BrokerUnreachable` naming the cause, and every later
+statement probes again (at most one probe per ``PROBE_EVERY``) until the server is back.
+That retry is safe for every statement pqueue runs: job ids are made by the producer
+(``ON CONFLICT (id) DO NOTHING``), settlements are fenced by lease tokens, and a claim
+whose reply was lost only leaves leases that recovery hands back (ADR 0013).
+
+Why not let psycopg_pool reconnect: its reconnect attempts back off from 1 s doubling
+(not configurable), so after a one-second outage claims waited 5-10 s for a connection
+and leases expired meanwhile (ADR 0060). A probe per retry of the caller, and a new pool
+the moment one succeeds, brings the first statement through within milliseconds of the
+server accepting connections again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, LiteralString
 
@@ -24,11 +34,13 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ExecStatus
 from psycopg.rows import dict_row, tuple_row
 from psycopg.types.string import TextLoader
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
+from pqueue.brokers.health import ServerHealth, describe, health_of
 from pqueue.brokers.postgres.codec import TOO_DEEP
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
-from pqueue.errors import BrokerError, BrokerUnavailable, SchemaError
+from pqueue.errors import BrokerError, BrokerUnavailable, BrokerUnreachable, SchemaError
+from pqueue.logs import demote
 
 log = logging.getLogger("pqueue.postgres")
 
@@ -37,6 +49,30 @@ Params = Mapping[str, Any]
 _SCHEMA_MISSING = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName, pg_errors.UndefinedFunction)
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 TUPLES_OK = ExecStatus.TUPLES_OK
+_CONNECTING = "connection to server"
+"""In every libpq message of a failed connection attempt ("connection to server at ... failed")."""
+
+PROBE_EVERY = 0.1
+"""Seconds a failed probe's verdict is reused: statements during an outage fail at once."""
+PROBE_TIMEOUT = 2.0
+"""Most seconds a probe of a lost server waits (a black-holed host would wait for TCP)."""
+
+
+def address(conninfo: str) -> str:
+    """``host:port`` of a connection string, for messages (never its password)."""
+    try:
+        info = conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return "?"
+    host = str(info.get("host") or info.get("hostaddr") or "localhost")
+    port = str(info.get("port") or "5432")
+    return f"{host}:{port}"
+
+
+def first_line(exc: BaseException) -> str:
+    """A driver message's first line (psycopg adds LINE/HINT lines): error messages are one line."""
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
 
 
 def migrate_hint(schema: str, dsn: str = "postgresql://...") -> str:
@@ -65,17 +101,26 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if exc is None or not isinstance(exc, psycopg.Error | PoolTimeout):
             return
         schema, dsn = self.schema, self.dsn
-        # The driver's first line says what went wrong; the rest (LINE 2: ... ^, hints) is
-        # for psql, and would break the one-line errors of logs and the CLI.
-        said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if isinstance(exc, _SCHEMA_MISSING):
+        # The driver's first line says what went wrong (first_line); the rest (LINE 2: ... ^,
+        # hints) is for psql, and would break the one-line errors of logs and the CLI.
+        if isinstance(exc, _SCHEMA_MISSING):  # the message says it all: no driver traceback chained
+            log.debug("Postgres at %s: %s", address(dsn), exc, exc_info=exc)
             raise SchemaError(
-                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({said}); "
+                f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({first_line(exc)}); "
                 f"{migrate_hint(schema, dsn)}"
+            ) from None
+        if isinstance(exc, PoolTimeout):
+            raise BrokerUnavailable(
+                f"Postgres at {dsn}: no free pooled connection ({first_line(exc)}); raise pool_max "
+                "or pool_timeout in the DSN"
             ) from exc
-        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError | PoolTimeout):
-            raise BrokerUnavailable(f"Postgres at {dsn} is unavailable: {said}") from exc
-        raise BrokerError(f"Postgres error: {said}") from exc
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            where, cause = address(dsn), describe(exc)
+            if _CONNECTING in str(exc):  # a connect failed (e.g. pqueue migrate's own connection)
+                message = f"Postgres at {where} is unreachable: {cause}"
+                raise BrokerUnreachable(message, address=where, cause=cause) from None
+            raise BrokerUnavailable(f"Postgres at {where} is unavailable: {cause}") from exc
+        raise BrokerError(f"Postgres error: {first_line(exc)}") from exc
 
 
 _raw_decode = json.JSONDecoder().raw_decode
@@ -128,11 +173,26 @@ def connection_kwargs(config: PostgresConfig) -> dict[str, Any]:
 
 
 class Database:
-    """A pool of autocommit connections with pqueue's error rules."""
+    """A pool of autocommit connections with pqueue's error and reconnect rules."""
 
     def __init__(self, config: PostgresConfig) -> None:
         self.config = config
-        self._pool = AsyncConnectionPool(
+        self.address = address(config.conninfo)
+        self.health: ServerHealth = health_of(f"Postgres at {self.address}")
+        """Shared by every broker of this process on that server: one log line per outage."""
+        self._pool = self._new_pool()
+        self._translated = translated(config.schema, config.redacted)
+        self._stale = False
+        """A connection died: probe the server and start a fresh pool before the next statement."""
+        self._reviving: asyncio.Lock | None = None
+        self._probe_failed: tuple[float, str] | None = None
+        """(monotonic time, cause) of the last failed probe, reused for PROBE_EVERY."""
+        self._closing: set[asyncio.Task[None]] = set()
+        demote("psycopg.pool")  # its per-attempt reconnect warnings; self.health reports outages
+
+    def _new_pool(self) -> AsyncConnectionPool:
+        config = self.config
+        return AsyncConnectionPool(
             config.conninfo,
             kwargs=connection_kwargs(config),
             min_size=config.pool_min,
@@ -141,14 +201,18 @@ class Database:
             open=False,
             name=f"pqueue/{config.schema}",
         )
-        self._translated = translated(config.schema, config.redacted)
 
     async def open(self) -> None:
+        # One direct connection first: an unreachable server fails here at once with its
+        # cause, not after pool_timeout with "pool initialization incomplete".
+        await self.probe(timeout=self.config.pool_timeout, report=False)
         with translated(self.config.schema, self.config.redacted):
             await self._pool.open(wait=True, timeout=self.config.pool_timeout)
 
     async def close(self) -> None:
         await self._pool.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
     async def fetch(
         self, query: LiteralString, params: Params, *, prepare: bool = True
@@ -169,22 +233,42 @@ class Database:
 
     async def _run(self, query: LiteralString, params: Params, prepare: bool, *, as_dicts: bool) -> list[Any]:
         with self._translated:
+            if self._stale:
+                await self._revive()
             try:
-                return await self._once(query, params, prepare, as_dicts)
+                result = await self._once(query, params, prepare, as_dicts)
             except _ConnectionLost as lost:
-                log.warning("pqueue: connection lost (%s); retrying on a fresh one", lost.error)
-                await self._check_pool()
+                log.debug("pqueue: connection lost (%s); probing the server", lost.error)
+                self._stale = True
+                await self._revive()
+                result = await self._retry(query, params, prepare, as_dicts)
+            except PoolTimeout:
+                await self.probe()  # the server is down (say so), or the pool is just busy (re-raise)
+                raise
             except _RETRYABLE as exc:
                 log.info("pqueue: retrying a statement after %s", type(exc).__name__)
-            try:
-                return await self._once(query, params, prepare, as_dicts)
-            except _ConnectionLost as lost:
-                raise lost.error from None
+                result = await self._retry(query, params, prepare, as_dicts)
+            self.health.ok()
+            return result
+
+    async def _retry(self, query: LiteralString, params: Params, prepare: bool, as_dicts: bool) -> list[Any]:
+        try:
+            return await self._once(query, params, prepare, as_dicts)
+        except _ConnectionLost as lost:
+            self._stale = True
+            self.health.lost(describe(lost.error))
+            raise lost.error from None
 
     async def _once(self, query: LiteralString, params: Params, prepare: bool, as_dicts: bool) -> list[Any]:
         # getconn/putconn rather than the pool's connection() context manager: the same for
         # autocommit connections, at half the cost (this wraps every statement).
-        conn = await self._pool.getconn()
+        pool = self._pool
+        try:
+            conn = await pool.getconn()
+        except PoolClosed:
+            if self._pool is pool:
+                raise
+            return await self._once(query, params, prepare, as_dicts)  # replaced while we waited
         try:
             cur = conn.cursor(row_factory=dict_row if as_dicts else tuple_row)
             await cur.execute(query, params, prepare=prepare and self.config.prepare)
@@ -195,7 +279,7 @@ class Database:
                 raise _ConnectionLost(exc) from exc
             raise
         finally:
-            await self._pool.putconn(conn)
+            await pool.putconn(conn)
 
     async def stream(
         self, query: LiteralString, params: Params, *, size: int
@@ -214,12 +298,52 @@ class Database:
                     yield rows
                 await cur.close()
 
-    async def _check_pool(self) -> None:
-        """Replace every idle connection that died with the one that just failed."""
+    async def probe(self, timeout: float = PROBE_TIMEOUT, *, report: bool = True) -> None:
+        """Open and close one direct connection; :class:`BrokerUnreachable` (with the cause)
+        if the server does not take it. A failure is remembered for ``PROBE_EVERY`` and,
+        with ``report``, logged once per outage (not at open: nothing was lost yet)."""
+        failed = self._probe_failed
+        if failed is not None and time.monotonic() - failed[0] < PROBE_EVERY:
+            raise self._unreachable(failed[1])  # a fresh error: a re-raised one grows its traceback
         try:
-            await self._pool.check()
-        except Exception:  # the retry reports the real failure, if any
-            log.debug("pqueue: pool check failed", exc_info=True)
+            async with asyncio.timeout(timeout):
+                conn = await psycopg.AsyncConnection.connect(
+                    self.config.conninfo, **connection_kwargs(self.config)
+                )
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            cause = describe(exc)
+            self._probe_failed = (time.monotonic(), cause)
+            if report:
+                self.health.lost(cause)
+            # The message names the cause: callers get no driver traceback; DEBUG has it.
+            log.debug("Postgres at %s: %s", self.address, exc, exc_info=exc)
+            raise self._unreachable(cause) from None
+        self._probe_failed = None
+        await conn.close()
+
+    def _unreachable(self, cause: str) -> BrokerUnreachable:
+        return BrokerUnreachable(
+            f"Postgres at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+        )
+
+    async def _revive(self) -> None:
+        """After a lost connection: probe the server, and once it answers, swap in a fresh pool.
+
+        One caller probes at a time; the others wait for its verdict. The old pool is closed
+        in the background (connections still out are closed when they come back).
+        """
+        if self._reviving is None:
+            self._reviving = asyncio.Lock()
+        async with self._reviving:
+            if not self._stale:
+                return  # another caller revived the pool while we waited
+            await self.probe()
+            old, self._pool = self._pool, self._new_pool()
+            await self._pool.open(wait=False)
+            self._stale = False
+            task = asyncio.get_running_loop().create_task(old.close(timeout=1.0), name="pqueue-pg-old-pool")
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
 
 class _ConnectionLost(Exception):

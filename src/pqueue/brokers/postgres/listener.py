@@ -27,13 +27,14 @@ import psycopg
 from psycopg import sql
 
 from pqueue.brokers.handoff import FlushMarkers
+from pqueue.brokers.health import describe, health_of
 from pqueue.brokers.postgres.config import PostgresConfig
-from pqueue.brokers.postgres.connection import connection_kwargs
+from pqueue.brokers.postgres.connection import address, connection_kwargs
 
 log = logging.getLogger("pqueue.postgres")
 
 MIN_BACKOFF = 0.05
-MAX_BACKOFF = 5.0
+MAX_BACKOFF = 0.5  # a listener back within half a second of the server: wake-ups and hand-offs resume
 
 
 class Waiter:
@@ -74,6 +75,7 @@ class Listener:
         self._task: asyncio.Task[None] | None = None
         self._backoff = MIN_BACKOFF
         self.markers = FlushMarkers()
+        self._health = health_of(f"Postgres at {address(config.conninfo)}")
         self.identity: tuple[int, datetime] | None = None
         """(pid, backend start) of the LISTEN connection while it listens, else None."""
 
@@ -129,8 +131,9 @@ class Listener:
         while True:
             try:
                 await self._listen()
-            except psycopg.Error as exc:
-                log.warning("pqueue: LISTEN connection lost (%s); reconnecting in %.1fs", exc, self._backoff)
+            except psycopg.Error as exc:  # logged once per outage by the server's health
+                log.debug("pqueue: LISTEN connection lost (%s); reconnecting in %.1fs", exc, self._backoff)
+                self._health.lost(describe(exc))
             await asyncio.sleep(self._backoff)
             self._backoff = min(self._backoff * 2, MAX_BACKOFF)
 

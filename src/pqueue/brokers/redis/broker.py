@@ -330,7 +330,9 @@ class RedisBroker(RedisInspector):
         deadline = loop.time() + max(timeout, 0.0)
         if self._hub is None:
             channel = self.keys.handoff_prefix + self._handoff_id
-            self._hub = WakeHub(self.client, self.keys.wake_channel, channel, self._received)
+            self._hub = WakeHub(
+                self.client, self.keys.wake_channel, channel, self._received, reporter=self.reporter
+            )
         hub = self._hub
         listening = await hub.subscribed(max(timeout, 0.0))
         event = asyncio.Event()

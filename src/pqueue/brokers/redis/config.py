@@ -52,7 +52,7 @@ class RedisOptions:
     pool_timeout: float = 20.0
     """Seconds a command waits for a free pooled connection before failing."""
     retries: int = 6
-    """Reconnect attempts (exponential backoff, 50 ms up to 2 s) before BrokerUnavailable."""
+    """Reconnect attempts (exponential backoff, 50 ms up to 250 ms) before BrokerUnreachable."""
 
     @classmethod
     def parse(cls, dsn: str, overrides: Mapping[str, object]) -> RedisOptions:

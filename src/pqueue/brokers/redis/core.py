@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
@@ -17,15 +19,27 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
+from pqueue.brokers.health import ServerHealth, describe, health_of
 from pqueue.brokers.redis import scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, QueueKeys, global_keys, queue_keys
 from pqueue.clock import Clock
-from pqueue.errors import BrokerError, BrokerUnavailable, ConfigError, PQueueError, SchemaError
+from pqueue.errors import BrokerError, BrokerUnreachable, ConfigError, PQueueError, SchemaError
+
+log = logging.getLogger("pqueue.redis")
 
 LAYOUT_VERSION = "1"
 """Version of the key layout in docs/redis.md; ``open`` refuses any other."""
+
+RETRY_CAP = 0.25
+"""Longest wait between redis-py's reconnect attempts: a command waiting out an outage goes
+through within this long of the server being back (a doubling backoff up to 2 s made
+resumes take seconds). ``retries`` attempts still bound how long it waits in all."""
+
+CONNECT_TIMEOUT = 2.0
+"""Seconds a connection attempt (TCP and TLS handshake) may take: a black-holed host or a
+TLS client talking to a plain port fails with ``timeout`` instead of hanging."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,11 +59,14 @@ def honour_lost_cancel(task: asyncio.Task[Any] | None, cancels_before: int) -> N
 
 
 def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnavailable, else
-    BrokerError), and never let a cancellation of the call go missing."""
+    """Turn redis-py errors into pqueue's (unreachable -> BrokerUnreachable naming the cause
+    and host:port, else BrokerError), report the server's reachability to its
+    :class:`~pqueue.brokers.health.ServerHealth`, and never let a cancellation go missing.
+    Decorates methods of :class:`RedisCore` and its subclasses (``args[0]``)."""
 
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        core: RedisCore = args[0]  # type: ignore[assignment]
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
         try:
@@ -59,14 +76,78 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             raise
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             honour_lost_cancel(task, cancels)
-            raise BrokerUnavailable(f"redis is unreachable: {exc}") from exc
+            raise core.unreachable(exc) from None  # the message has the cause; no driver traceback
         except RedisError as exc:
             honour_lost_cancel(task, cancels)
             raise BrokerError(f"redis command failed: {exc}") from exc
         honour_lost_cancel(task, cancels)
+        core.health.ok()
         return result
 
     return wrapper
+
+
+def address(url: str) -> str:
+    """``host:port`` (or the socket path) of a redis URL, for messages (never its password)."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            return parts.path
+        return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+    except ValueError:
+        return "?"
+
+
+class OutageReporter:
+    """Tells a server's health of an outage once the broker has been open (a failing
+    ``open`` lost nothing: its error says why). Shared, not copied, by the per-connection
+    copies redis-py makes of its Retry."""
+
+    __slots__ = ("armed", "health")
+
+    def __init__(self, health: ServerHealth) -> None:
+        self.health = health
+        self.armed = False
+
+    def __deepcopy__(self, memo: dict[int, object]) -> OutageReporter:
+        return self
+
+    def lost(self, error: BaseException) -> None:
+        if self.armed:
+            self.health.lost(describe(error))
+
+
+class ReportingRetry(Retry):
+    """redis-py's reconnect-and-retry, telling the server's health when it is really gone.
+
+    redis-py rides out a short outage inside one command (reconnect attempts, then the
+    command again), so without this hook a restart of Redis went unlogged: throughput
+    just dropped. One failure is not an outage -- a pooled connection the server closed
+    fails once and its reconnect works -- so the health hears of it from the second
+    failure of the same command on.
+    """
+
+    def __init__(self, backoff: ExponentialBackoff, retries: int, reporter: OutageReporter) -> None:
+        super().__init__(backoff, retries)
+        self._reporter = reporter
+
+    async def call_with_retry(
+        self,
+        do: Callable[[], Awaitable[R]],
+        fail: Callable[..., Any],
+        is_retryable: Callable[[Exception], bool] | None = None,
+        with_failure_count: bool = False,
+    ) -> R:
+        failures = 0
+
+        async def failed(error: Exception, *count: int) -> None:
+            nonlocal failures
+            failures += 1
+            if failures >= 2:
+                self._reporter.lost(error)
+            await fail(error, *count)
+
+        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
 
 
 class RedisCore:
@@ -79,6 +160,21 @@ class RedisCore:
         self.keys: GlobalKeys = global_keys(options.prefix)
         self.retention_ms = to_ms(options.retention)
         self._client: Redis | None = None
+        self.address = address(options.url)
+        self.health: ServerHealth = health_of(f"Redis at {self.address}")
+        """Shared by every broker of this process on that server: one log line per outage."""
+        self.reporter = OutageReporter(self.health)
+
+    def unreachable(self, exc: BaseException) -> BrokerUnreachable:
+        """The error for a command that could not reach the server; reports the outage once
+        (only for an open broker: a failed ``open`` lost nothing). The driver's error goes
+        to the DEBUG log: the message names the cause, and callers get no driver traceback."""
+        cause = describe(exc)
+        self.reporter.lost(exc)
+        log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
+        return BrokerUnreachable(
+            f"Redis at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+        )
 
     def queue(self, name: str) -> QueueKeys:
         return queue_keys(self.prefix, name)
@@ -107,9 +203,12 @@ class RedisCore:
                 max_connections=opts.pool_size + 1,  # + the wake-up listener's connection
                 timeout=opts.pool_timeout,
                 decode_responses=True,
-                retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), opts.retries),
+                retry=ReportingRetry(
+                    ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries, self.reporter
+                ),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 socket_keepalive=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,  # the DSN's own socket_connect_timeout wins
                 health_check_interval=30,
                 client_name=f"pqueue:{self.prefix}:{socket.gethostname()}:{os.getpid()}",
             )
@@ -129,6 +228,7 @@ class RedisCore:
             await client.aclose()
             raise
         self._client = client
+        self.reporter.armed = True
 
     async def _check_layout(self, client: Redis) -> None:
         await client.hsetnx(self.keys.meta, "layout", LAYOUT_VERSION)

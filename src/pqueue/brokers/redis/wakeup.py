@@ -24,16 +24,25 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from pqueue.brokers.handoff import FlushMarkers
-from pqueue.brokers.redis.core import honour_lost_cancel
+from pqueue.brokers.redis.core import OutageReporter, honour_lost_cancel
 
 log = logging.getLogger("pqueue.redis")
+
+RECONNECT_EVERY = 0.1
+"""Seconds between the listener's attempts to subscribe again after losing its connection."""
 
 
 class WakeHub:
     """One pub/sub listener per broker, fanning wake-ups out to local waiters."""
 
     def __init__(
-        self, client: Redis, channel: str, handoff_channel: str, on_handoff: Callable[[str], None]
+        self,
+        client: Redis,
+        channel: str,
+        handoff_channel: str,
+        on_handoff: Callable[[str], None],
+        *,
+        reporter: OutageReporter | None = None,
     ) -> None:
         self._client = client
         self._channel = channel
@@ -43,6 +52,7 @@ class WakeHub:
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._markers = FlushMarkers()
+        self._reporter = reporter
 
     async def subscribed(self, timeout: float) -> bool:
         """Start listening if needed; True once the subscription is confirmed."""
@@ -91,10 +101,13 @@ class WakeHub:
                     honour_lost_cancel(me, 0)  # close() cancels us; redis-py may drop that
                 except (RedisError, OSError) as exc:
                     honour_lost_cancel(me, 0)
-                    log.warning("pqueue: wake-up listener lost redis (%s); reconnecting", exc)
+                    # Logged once per outage by the server's health, not per attempt.
+                    log.debug("pqueue: wake-up listener lost redis (%s); reconnecting", exc)
+                    if self._reporter is not None:
+                        self._reporter.lost(exc)
                     self._ready.clear()
                     self._wake_all()
-                    await asyncio.sleep(0.5)
+                    await asyncio.sleep(RECONNECT_EVERY)
                     continue
                 self._handle(message)
         except Exception:

@@ -1,0 +1,86 @@
+"""An outage is worth two log lines, whoever notices it and however often; causes are short."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from pqueue.brokers.health import ServerHealth, describe, health_of
+
+
+def test_an_outage_logs_one_warning_with_its_cause_and_one_info_with_its_length(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    health = ServerHealth("Redis at 127.0.0.1:1")
+    with caplog.at_level(logging.DEBUG, logger="pqueue.broker"):
+        health.ok()  # up: nothing to say
+        threads = [threading.Thread(target=health.lost, args=("connection refused",)) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        health.lost("timeout")  # still the same outage
+        health.ok()
+        health.ok()
+    records = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert len(records) == 2
+    assert records[0] == (
+        "WARNING",
+        "lost Redis at 127.0.0.1:1 (connection refused); retrying until it is back",
+    )
+    assert records[1][0] == "INFO"
+    assert records[1][1].startswith("Redis at 127.0.0.1:1 is back after ")
+    assert records[1][1].endswith("s (it was gone: connection refused)")
+
+
+def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
+    assert health_of("Postgres at h:1") is health_of("Postgres at h:1")
+    assert health_of("Postgres at h:1") is not health_of("Postgres at h:2")
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused"),
+        (
+            OSError('connection to server at "127.0.0.1", port 9 failed: Connection refused\n\tIs it up?'),
+            "connection refused",
+        ),
+        (OSError('FATAL:  password authentication failed for user "app"'), "authentication failed"),
+        (OSError("WRONGPASS invalid username-password pair or user is disabled."), "authentication failed"),
+        (TimeoutError(), "timeout"),
+        (OSError("Timeout connecting to server"), "timeout"),
+        (
+            OSError("[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"),
+            "TLS: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)",
+        ),
+        (OSError('FATAL:  database "nope" does not exist'), 'database "nope" does not exist'),
+        (
+            OSError("Error 111 connecting to 127.0.0.1:6379. Connect call failed ('127.0.0.1', 6379)."),
+            "connection refused",
+        ),
+        (OSError("Error 113 connecting to 10.0.0.9:6379. No route to host."), "no route to host"),
+        (OSError("something new\nsecond line"), "something new"),
+    ],
+)
+def test_describe_names_the_cause_in_a_few_words(error: BaseException, cause: str) -> None:
+    assert describe(error) == cause
+
+
+def test_psycopg_pool_chatter_is_folded_into_debug(caplog: pytest.LogCaptureFixture) -> None:
+    from pqueue.logs import demote
+
+    pool_log = logging.getLogger("psycopg.pool")
+    demote("psycopg.pool")
+    demote("psycopg.pool")  # once only
+    assert sum(type(f).__name__ == "Demote" for f in pool_log.filters) == 1
+    with caplog.at_level(logging.INFO, logger="psycopg.pool"):
+        pool_log.warning("error connecting in %r: %s", "pqueue/x", "connection refused")
+        pool_log.error("a real error stays")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("ERROR", "a real error stays")]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="psycopg.pool"):
+        pool_log.warning("error connecting in %r: %s", "pqueue/x", "connection refused")
+    assert [r.levelname for r in caplog.records] == ["DEBUG"]
