@@ -125,6 +125,17 @@ async def test_bad_list_queries_are_422(
     assert_error(await api.get("/jobs", params=params), 422, words)
 
 
+async def test_a_single_valued_query_parameter_given_twice_is_422(
+    api: httpx.AsyncClient, broker: FullBroker, seeded: object
+) -> None:
+    """Found by the fuzzer: ``cursor=<junk>&cursor=40`` was answered from the last value."""
+    assert_error(await api.get("/jobs?status=dead&cursor=abc&cursor=40"), 422, "'cursor'", "more than once")
+    assert_error(await api.delete("/dead?queue=q&queue=other"), 422, "'queue'", "more than once")
+    assert await stored(broker) == seeded
+    listed = await api.get("/jobs", params={"status": "dead"})
+    assert listed.status_code == 200
+
+
 async def test_bad_dead_actions_are_4xx_and_change_nothing(
     api: httpx.AsyncClient, broker: FullBroker, seeded: object
 ) -> None:

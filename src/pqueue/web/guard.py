@@ -13,6 +13,9 @@ Which paths need what:
   ``metrics_public``;
 - ``GET``/``HEAD``: the read-only or the admin token;
 - any other method: the admin token (a read-only token gets 403).
+
+A query parameter given twice is refused (422) unless it is a list (``ids``): otherwise
+the app would silently take one of the two values, whichever the framework picks.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 from pqueue.web.auth import Role, Tokens
 from pqueue.web.errors import encode_error, scrub
@@ -36,6 +40,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/openapi.json", "/favicon.ico"})
 OPEN_PREFIXES = ("/static/",)
 READ_METHODS = frozenset({"GET", "HEAD"})
+REPEATABLE_PARAMS = frozenset({"ids"})
+"""Query parameters that are lists; every other one may appear once."""
 ROLE_KEY = "pqueue.role"
 """Where the guard leaves the caller's role in the scope (``request.scope``)."""
 
@@ -63,6 +69,10 @@ class Guard:
         refusal = self._authorise(scope, path, method)
         if refusal is not None:
             await _answer(send, *refusal)
+            return
+        repeated = repeated_param(scope.get("query_string", b""))
+        if repeated is not None:
+            await _answer(send, 422, "invalid_request", f"query parameter {repeated!r} given more than once")
             return
         if method in READ_METHODS:
             await self._run(scope, receive, send)
@@ -115,6 +125,16 @@ class Guard:
             if started:
                 raise
             await _answer(send, 500, "internal", "internal error; the server log has the cause")
+
+
+def repeated_param(query_string: bytes) -> str | None:
+    """The first single-valued query parameter that appears more than once, if any."""
+    seen: set[str] = set()
+    for name, _ in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name in seen and name not in REPEATABLE_PARAMS:
+            return name
+        seen.add(name)
+    return None
 
 
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
