@@ -133,9 +133,14 @@ async def test_prometheus_reads_the_counters_and_evaluates_every_panel_and_alert
             await eventually(
                 lambda: succeeded() == 25, timeout=60, interval=0.5, what="25 jobs in Prometheus"
             )
-            assert scalar(prom, 'sum(pqueue_jobs_processed_total{outcome="dead"})') >= 2
-            assert scalar(prom, "sum(pqueue_jobs_recovered_total)") == 1
-            assert scalar(prom, "sum(pqueue_jobs_enqueued_total)") == 28
+            # Each target is scraped on its own schedule: the producer's counter and the later
+            # outcomes arrive with their target's next scrape, so wait for those too.
+            for what, holds in (
+                ("2 dead", lambda: scalar(prom, 'sum(pqueue_jobs_processed_total{outcome="dead"})') >= 2),
+                ("1 recovered", lambda: scalar(prom, "sum(pqueue_jobs_recovered_total)") == 1),
+                ("28 enqueued", lambda: scalar(prom, "sum(pqueue_jobs_enqueued_total)") == 28),
+            ):
+                await eventually(holds, timeout=30, interval=0.5, what=what)
 
             exprs = dashboard_exprs(RATE_INTERVAL)
 
