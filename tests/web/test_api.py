@@ -219,3 +219,23 @@ async def test_post_job_answers_alike_on_the_fast_path_and_the_route(
     plain = await api.post("/jobs", content=body, headers={"Content-Type": "text/plain"})
     assert plain.status_code == 422 and "JSON object" in plain.json()["detail"]
     assert await stored(broker) == {"twice": {"scheduled": 2}}
+
+
+async def test_post_batch_answers_alike_on_the_fast_path_and_the_route(
+    api: httpx.AsyncClient, broker: FullBroker
+) -> None:
+    """The same for ``POST /jobs/batch``: one parse on the fast path, the route's answer."""
+    jobs = b'{"jobs": [{"type": "a.b", "payload": 1, "queue": "both"}, {"type": "a.c", "queue": "both"}]}'
+    answers = []
+    for content_type in ("application/json", "application/vnd.pqueue+json"):
+        answer = await api.post("/jobs/batch", content=jobs, headers={"Content-Type": content_type})
+        assert answer.status_code == 200
+        answers.append([item["created"] for item in answer.json()["jobs"]])
+        bad = b'{"jobs": [{"type": "a.b"}, {"type": "a.b", "queue": "no spaces"}]}'
+        refused = await api.post("/jobs/batch", content=bad, headers={"Content-Type": content_type})
+        assert refused.status_code == 422 and refused.json()["detail"].startswith("jobs[1]"), refused.text
+        headers = {"Content-Type": content_type}
+        malformed = await api.post("/jobs/batch", content=b'{"jobs": [', headers=headers)
+        assert malformed.status_code == 400, malformed.text
+    assert answers == [[True, True], [True, True]]
+    assert await stored(broker) == {"both": {"pending": 4}}

@@ -110,7 +110,8 @@ def create_app(
     async def dashboard() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
 
-    app.add_middleware(FastEnqueue, client=client, route=_route(api, "POST", "/jobs"))
+    routes = {path: _route(api, "POST", path) for path in ("/jobs", "/jobs/batch")}
+    app.add_middleware(FastEnqueue, client=client, settings=settings, routes=routes)
     app.add_middleware(Guard, settings=settings)
     app.add_middleware(HttpMetrics, registry=registry)
     _declare_bearer(app)
