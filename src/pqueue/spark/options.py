@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pqueue.errors import InvalidOption
+from pqueue.durations import UNITS, parse_duration
+from pqueue.errors import InvalidOption, InvalidRequest
 from pqueue.job import JobStatus
 from pqueue.spec import (
     DEFAULT_MAX_RECOVERIES,
@@ -267,10 +268,13 @@ def parse_since(text: str, *, now: datetime | None = None) -> float:
     """``since`` as epoch seconds: an ISO 8601 time (UTC unless it says), epoch seconds,
     or a span back from now such as ``90s``, ``30m``, ``12h``, ``7d``."""
     text = text.strip()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    if text and text[-1] in units and text[:-1].replace(".", "", 1).isdigit():
-        moment = now or datetime.now(UTC)
-        return moment.timestamp() - float(text[:-1]) * units[text[-1]]
+    problem = f'pqueue: "since" must be an ISO time, epoch seconds or a span like 7d or 12h, got {text!r}'
+    if text[-1:].lower() in UNITS:  # a span back from now, read as every duration is
+        try:
+            span = parse_duration(text)
+        except InvalidRequest:
+            raise InvalidOption(problem) from None
+        return (now or datetime.now(UTC)).timestamp() - span
     try:
         return float(text)
     except ValueError:
@@ -278,9 +282,7 @@ def parse_since(text: str, *, now: datetime | None = None) -> float:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidOption(
-            f'pqueue: "since" must be an ISO time, epoch seconds or a span like 7d or 12h, got {text!r}'
-        ) from None
+        raise InvalidOption(problem) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
