@@ -8,8 +8,10 @@ and removes it afterwards; shared data is never flushed or dropped.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import ModuleType
 from typing import NoReturn
 
@@ -89,9 +91,14 @@ def namespace() -> str:
 
 
 @pytest.fixture
-def backend_dsn(backend: ModuleType, namespace: str) -> str:
-    """A DSN that reaches only this test's namespace (also from subprocesses)."""
-    return str(backend.namespace_dsn(service_url(backend.SERVICE), namespace))
+def backend_dsn(backend: ModuleType, namespace: str) -> Iterator[str]:
+    """A DSN that reaches only this test's namespace (also from subprocesses); the namespace
+    is removed when the test ends, whoever wrote to it (worker processes included)."""
+    url = service_url(backend.SERVICE)
+    yield str(backend.namespace_dsn(url, namespace))
+    # On a thread of its own: the test's event loop may still be the thread's current one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, backend.cleanup(url, namespace)).result()
 
 
 @pytest_asyncio.fixture
