@@ -64,7 +64,9 @@ def open_client(args: argparse.Namespace) -> Iterator[Client]:
 
     # A command prints its answer or one error line; drivers' log records (psycopg_pool's
     # reconnect attempts) would otherwise reach stderr through logging's last resort.
-    logging.getLogger().addHandler(logging.NullHandler())
+    root = logging.getLogger()
+    if not any(isinstance(handler, logging.NullHandler) for handler in root.handlers):
+        root.addHandler(logging.NullHandler())  # once, however many commands one process runs
 
     with Client(args.dsn) as client:
         yield client
