@@ -14,7 +14,7 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # `make test` runs these in order. A new step is one name here plus its target below.
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
 # metrics test when it can. spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check pytest browser spark
+TEST_STEPS := lint typecheck deploy-check pytest races browser spark
 
 .PHONY: demo test services $(TEST_STEPS) clean
 
@@ -41,6 +41,11 @@ services:
 # deploy/ checked offline: promtool on the Prometheus config, alert rules and dashboard.
 deploy-check:
 	@bash .ci/deploy-check.sh
+
+# Tests marked `races` (deselected from the pytest step): minutes of real worker processes
+# racing on every backend at once (periodic ticks, limits), proving the cross-process rules.
+races: $(VENV)/.stamp-dev services
+	$(BIN)/python -m pytest -q -m races tests $(PYTEST_ARGS)
 
 # Tests marked `browser` (deselected from the pytest step): the dashboard driven in Debian's
 # headless Chromium through Playwright (docs/web.md).

@@ -37,6 +37,11 @@ fresh_schema() {  # drop and migrate a throw-away schema of pqueue_bench
 
 pg_db bench_peers
 pg_db pqueue_bench
+# Bytecode for pqueue as the peers have theirs (pip compiles site-packages; an editable
+# install does not): without it every worker process compiles pqueue first, ~60-100 ms
+# of CPU each, counted in every drain's start-up.
+unset PYTHONDONTWRITEBYTECODE
+"$PY" -m compileall -q src bench/peers >/dev/null
 step "versions"
 run "$PY" -c "import sys, redis, psycopg, pqueue; print('python', sys.version.split()[0], '| pqueue',
 pqueue.__version__, '| redis-py', redis.__version__, '| psycopg', psycopg.__version__)"
@@ -51,11 +56,23 @@ step "peers and pqueue through the shared harness (N=20000, 3 runs)"
 run "$PY" bench/sitting.py --peers-python "$PEERS_PY" --out "$OUT/sitting.jsonl"
 run "$PY" bench/report.py "$OUT/sitting.jsonl" --chart "$OUT/benchmarks.png"
 
+step "the harness's own ceiling (its recorder alone) and CPU per job of the Redis drain"
+HARNESS=$(cd .. && pwd)/shared/bench-peers; [[ -d $HARNESS ]] || HARNESS=$(cd ../.. && pwd)/shared/bench-peers
+run "$PY" bench/recorder_ceiling.py --n 20000 --procs 2 --repeat 3 --loop uvloop --harness "$HARNESS"
+for _ in 1 2 3; do
+  run "$PEERS_PY" bench/cpu_per_job.py --adapter huey --n 20000 --procs 2 --harness "$HARNESS"
+  BENCH_ADAPTER_DIRS=$PWD/bench/peers BENCH_PQUEUE_DSN=${BENCH_REDIS_URL:-redis://127.0.0.1:6379/8} \
+    run "$PY" bench/cpu_per_job.py --adapter pqueue --n 20000 --procs 2 --harness "$HARNESS"
+done
+
 step "Redis ceilings and broker"
 run "$PY" bench/ceilings_redis.py --url "$REDIS" --repeat 3
 
 step "Postgres ceilings and broker, 1M completed jobs"
 PGURL="$PGBASE/pqueue_bench" BROKER=1 REPEAT=3 PYTHON="$PY" run bench/ceilings_postgres.sh
+
+step "history: claim + ack with 5,000,000 retained completed jobs against an empty table"
+run "$PY" bench/retention_postgres.py --dsn "$PGBASE/pqueue_bench" --retained 5000000 --n 20000 --repeat 3
 
 step "memory broker and worker"
 run "$PY" bench/broker.py --dsn memory://bench --n 20000 --repeat 3

@@ -53,7 +53,7 @@ def _wipe() -> None:
 class Adapter:
     name = "pqueue"
     version = pqueue.__version__
-    batch_api = "AsyncClient.enqueue_map(type, payloads) (one round trip per chunk)"
+    batch_api = "Client.enqueue_map(type, payloads) (one round trip per chunk)"
     concurrency_note = "asyncio handler slots per process (--concurrency C)"
 
     def setup(self) -> None:
@@ -61,20 +61,22 @@ class Adapter:
 
     cleanup = setup
 
-    async def open_producer(self) -> None:
-        self.client = pqueue.AsyncClient(DSN)
-        await self.client.open()
+    def open_producer(self) -> None:
+        # The blocking Client, called directly as huey's adapter calls huey: on Redis and
+        # Postgres it enqueues from this thread (ADR 0120), not through a loop thread.
+        self.client = pqueue.Client(DSN)
+        self.client.open()
 
-    async def close_producer(self) -> None:
-        await self.client.close()
+    def close_producer(self) -> None:
+        self.client.close()
 
-    async def enqueue(self, ts: float) -> None:
-        await self.client.enqueue(TYPE, ts, queue=common.QUEUE, max_retries=0)
+    def enqueue(self, ts: float) -> None:
+        self.client.enqueue(TYPE, ts, queue=common.QUEUE, max_retries=0)
 
-    async def enqueue_batch(self, tss: list[float]) -> None:
+    def enqueue_batch(self, tss: list[float]) -> None:
         # One job type, many payloads: pqueue's bulk API for that (pgqueuer's batch call takes
         # lists the same way). enqueue_many([Task, ...]) costs ~2.5 us more per job.
-        await self.client.enqueue_map(TYPE, tss, queue=common.QUEUE, max_retries=0)
+        self.client.enqueue_map(TYPE, tss, queue=common.QUEUE, max_retries=0)
 
     def worker_cmd(self, concurrency: int) -> list[str]:
         return [

@@ -19,10 +19,13 @@ from pqueue.errors import (
     InvalidOption,
     InvalidPayload,
     InvalidRequest,
+    JobCancelled,
+    JobFailed,
     JobNotFound,
     LeaseLost,
     PayloadTooLarge,
     PQueueError,
+    ResultTimeout,
     Retry,
     SchemaError,
     SkipRetry,
@@ -37,6 +40,7 @@ from pqueue.spec import build_spec
 from pqueue.sync import Client
 from pqueue.task import Task
 from pqueue.worker import JobTimeout, UnknownTypePolicy, Worker, WorkerCounters
+from pqueue.workflow import Chain, Chord, Group, Workflow, chain, chord, group
 
 __version__ = "0.1.0.dev0"
 
@@ -44,6 +48,13 @@ __all__ = [
     "Router",
     "Handler",
     "Task",
+    "chain",
+    "group",
+    "chord",
+    "Workflow",
+    "Chain",
+    "Group",
+    "Chord",
     "Client",
     "AsyncClient",
     "Stats",
@@ -86,6 +97,9 @@ __all__ = [
     "UnknownJobType",
     "InvalidRequest",
     "JobNotFound",
+    "JobFailed",
+    "JobCancelled",
+    "ResultTimeout",
     "LeaseLost",
     "BrokerError",
     "BrokerUnavailable",

@@ -20,9 +20,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from pqueue.broker_control import Controller
+from pqueue.broker_flows import FlowBroker
+from pqueue.broker_schedules import ScheduleStore
 from pqueue.clock import to_iso
 from pqueue.errors import InvalidName, InvalidRequest
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.limits import LimitState
 from pqueue.spec import validate_job_type, validate_queue_name
 
 
@@ -387,6 +391,11 @@ class Inspector(Protocol):
         """Per queue, the age of the oldest due waiting job and the jobs finished (completed
         or dead) within the last ``window`` seconds, both on the broker's clock."""
 
+    async def limit_groups(self) -> list[LimitState]:
+        """Every rate/concurrency limit group (queue, limit key) the broker keeps state for:
+        active and waiting jobs, the limits of its latest job, and its tokens (ADR 0110)."""
+        ...
+
     def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
         """Every stored job that ``scan`` matches (live ones and retained history), in pages
         of at most ``scan.page_size``; each job once, in no promised order. For bulk readers
@@ -395,5 +404,5 @@ class Inspector(Protocol):
 
 
 @runtime_checkable
-class FullBroker(Broker, Inspector, Protocol):
+class FullBroker(Broker, Inspector, ScheduleStore, Controller, FlowBroker, Protocol):
     """What a backend class implements and :func:`pqueue.connect` returns."""

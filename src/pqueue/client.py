@@ -9,21 +9,32 @@ or sync code use :class:`pqueue.Client`.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
 from pqueue.broker import FullBroker, JobPage, JobScan, QueueCounts, WorkerInfo
+from pqueue.broker_flows import has_parents
+from pqueue.broker_schedules import ScheduleInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
+from pqueue.combine import AsyncCombiner, Outcome, Request, merging_async
 from pqueue.durations import format_duration
+from pqueue.errors import ResultTimeout
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
+from pqueue.limits import LimitState
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.router import Router
 from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_specs
+from pqueue.steps import Steps, run_async
 from pqueue.task import Task
+from pqueue.workflow import outcome_of, wait_seconds
+
+CANCEL_TRIES = 3
+"""Rounds :meth:`AsyncClient.cancel` tries when the job moves between waiting and running meanwhile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,10 @@ class Stats:
     """Queue -> seconds the oldest due pending job has waited (absent when none waits)."""
     done_per_second: Mapping[str, float] = field(default_factory=dict)
     """Queue -> jobs finished (completed or dead) over the last 60 s, divided by 60."""
+    paused: tuple[str, ...] = ()
+    """Queues paused (:meth:`AsyncClient.pause`): workers claim nothing from them."""
+    limits: Sequence[LimitState] = ()
+    """Every rate/concurrency limit group: active vs concurrency, waiting jobs, tokens."""
 
     def total(self, status: JobStatus, queue: str | None = None) -> int:
         """Jobs in ``status`` (in one queue, or in all)."""
@@ -54,6 +69,8 @@ class Stats:
             [w for w in self.workers if queue in w.queues],
             {q: age for q, age in self.oldest_pending_age.items() if q == queue},
             {queue: self.done_per_second.get(queue, 0.0)},
+            tuple(q for q in self.paused if q == queue),
+            [group for group in self.limits if group.queue == queue],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,17 +85,20 @@ class Stats:
             "totals": {status.value: n for status, n in self.totals.items()},
             "oldest_pending_age": dict(self.oldest_pending_age),
             "done_per_second": dict(self.done_per_second),
+            "paused": list(self.paused),
+            "limits": [group.to_dict() for group in self.limits],
             "workers": [worker.to_dict() for worker in self.workers],
         }
 
     def table(self) -> tuple[list[str], list[list[str]]]:
         """The header and one row of text cells per queue (counts, done/s, oldest pending
         age): what ``str(stats)`` and ``pqueue stats`` show, defined once."""
-        statuses = [s for s in JobStatus if s is not JobStatus.CANCELLED]
+        hidden = (JobStatus.CANCELLED, JobStatus.WAITING)
+        statuses = [JobStatus.WAITING, *(s for s in JobStatus if s not in hidden)]  # waiting comes first
         header = ["queue", *(s.value for s in statuses), "done/s", "oldest pending"]
         rows = [
             [
-                queue,
+                f"{queue} (paused)" if queue in self.paused else queue,
                 *(str(per.get(s, 0)) for s in statuses),
                 f"{self.done_per_second.get(queue, 0.0):.2f}",
                 _age(self.oldest_pending_age.get(queue)),
@@ -86,6 +106,11 @@ class Stats:
             for queue, per in self.queues.items()
         ]
         return header, rows
+
+    def limit_lines(self) -> list[str]:
+        """One line per limit group (``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at
+        20/s``): what ``str(stats)`` and ``pqueue stats`` show under the queue table."""
+        return [_limit_line(group) for group in self.limits]
 
     def __str__(self) -> str:
         """A plain-text table a person can read: one line per queue, then the workers."""
@@ -99,9 +124,19 @@ class Stats:
         ]
         if not rows:
             lines.append("(no queues yet)")
+        lines += self.limit_lines()
         names = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in self.workers)
         lines.append(f"workers: {len(self.workers)}" + (f": {names}" if names else ""))
         return "\n".join(lines)
+
+
+def _limit_line(group: LimitState) -> str:
+    """``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at 20/s``."""
+    active = f"{group.active}/{group.concurrency}" if group.concurrency is not None else str(group.active)
+    line = f"limit {group.queue}/{group.key}: {active} active, {group.waiting} waiting"
+    if group.rate is not None and group.tokens is not None:
+        line += f", {group.tokens:.1f} tokens at {group.rate:g}/s"
+    return line
 
 
 def _age(seconds: float | None) -> str:
@@ -147,6 +182,12 @@ class AsyncClient:
         self._middleware = MiddlewareChain(middleware)
         self._opened = False
         self._open_lock = asyncio.Lock()
+        self._combiner = AsyncCombiner(self._enqueue_now)  # concurrent enqueues share round trips
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` has connected (and checked the storage)."""
+        return self._opened
 
     @property
     def broker(self) -> FullBroker:
@@ -207,6 +248,11 @@ class AsyncClient:
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_id: str | None = None,
+        depends_on: Sequence[str] | None = None,
+        on_parent_failure: str = "cancel",
+        limit_key: str | None = None,
+        rate: str | None = None,
+        concurrency: int | None = None,
     ) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
 
@@ -234,6 +280,14 @@ class AsyncClient:
                 died holding it before it is dead; default 5.
             job_id: the job's id (a lower-case UUID), chosen by the caller so a re-sent
                 job is refused instead of stored twice; default: a new UUIDv7.
+            depends_on: ids of jobs that must complete first; the job waits (status
+                ``waiting``) until they have, and reads their results from
+                ``job.parent_results`` (docs/workflows.md).
+            on_parent_failure: when a parent dies or is cancelled: ``"cancel"`` this job
+                (and its own dependants), or ``"run"`` it anyway.
+            limit_key: the job's limit group, in place of the router rule's ``limit_key``.
+            rate, concurrency: a limit for this job's group (``"100/s"``, an int >= 1) when
+                the client has no router that defines one (docs/limits.md).
 
         Returns:
             ``EnqueueResult(id, created)``. ``created`` is False when a held unique key or
@@ -243,6 +297,7 @@ class AsyncClient:
             UnknownJobType: the client was given a router that does not know ``type``.
             InvalidJob: an invalid name, payload or option (its subclasses say which);
                 nothing is stored.
+            JobNotFound: a ``depends_on`` id names no stored job; nothing is stored.
             BrokerUnavailable: the server cannot be reached.
         """
         task = Task(
@@ -259,6 +314,11 @@ class AsyncClient:
             meta=meta or {},
             max_recoveries=max_recoveries,
             job_id=job_id,
+            depends_on=tuple(depends_on or ()),
+            on_parent_failure=on_parent_failure,
+            limit_key=limit_key,
+            rate=rate,
+            concurrency=concurrency,
         )
         [result] = await self.enqueue_many([task])
         return result
@@ -293,7 +353,12 @@ class AsyncClient:
                 nothing of the batch is stored.
             BrokerUnavailable: the server cannot be reached.
         """
-        return await self._send([self._with_handler_defaults(task).to_spec() for task in tasks])
+        return await self._send(self._specs_of(tasks))
+
+    def _specs_of(self, tasks: Iterable[Task]) -> list[JobSpec]:
+        """Validated specs of ``tasks`` with their handlers' defaults and limits (both
+        clients' one rule)."""
+        return [self._spec(task) for task in tasks]
 
     async def enqueue_map(
         self,
@@ -334,6 +399,38 @@ class AsyncClient:
                 per payload; everything is checked first, so nothing is stored.
             BrokerUnavailable: the server cannot be reached.
         """
+        return await self._send(
+            self._map_specs(
+                type,
+                payloads,
+                queue=queue,
+                delay=delay,
+                run_at=run_at,
+                max_retries=max_retries,
+                timeout=timeout,
+                unique_for=unique_for,
+                meta=meta,
+                max_recoveries=max_recoveries,
+                job_ids=job_ids,
+            )
+        )
+
+    def _map_specs(
+        self,
+        type: str,
+        payloads: Iterable[JSONValue],
+        *,
+        queue: str | None,
+        delay: float | timedelta | None,
+        run_at: datetime | None,
+        max_retries: int | None,
+        timeout: float | timedelta | None,
+        unique_for: float | timedelta | None,
+        meta: Mapping[str, str] | None,
+        max_recoveries: int,
+        job_ids: Sequence[str] | None,
+    ) -> list[JobSpec]:
+        """The specs :meth:`enqueue_map` sends (both clients build them here)."""
         task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
         specs = build_specs(
             type,
@@ -348,17 +445,54 @@ class AsyncClient:
             meta=meta,
             job_ids=job_ids,
         )
-        return await self._send(specs)
+        rule = None if self.router is None else self.router.rule_for(self.router.get(type), task.queue)
+        if rule is not None:  # each payload's own limit key
+            specs = [replace(spec, limit=rule.resolve(json.loads(spec.payload_json))) for spec in specs]
+        return specs
 
     async def _send(self, specs: list[JobSpec]) -> list[EnqueueResult]:
-        """Run the enqueue middleware around one broker call."""
+        return await run_async(self._sending(specs), self._submit_specs)
+
+    def _sending(
+        self, specs: list[JobSpec]
+    ) -> Steps[list[JobSpec], list[EnqueueResult], list[EnqueueResult]]:
+        """The enqueue middleware around one send, as steps: this client's sends go through
+        its :class:`~pqueue.combine.AsyncCombiner`, the sync Client's through its transport."""
         if not specs:
             return []
         specs = self._middleware.before_enqueue(specs)
-        broker = await self._ready()
-        results = await broker.enqueue(specs)
+        results = yield specs
         self._middleware.after_enqueue(specs, results)
         return results
+
+    def _spec(self, task: Task) -> JobSpec:
+        """``task`` validated, with its handler's defaults and its limit (docs/limits.md)."""
+        if self.router is None:
+            return task.to_spec()
+        handler = self.router.handler_for(task.type)
+        task = handler.defaults(task)
+        limit = self.router.limit_for(handler, task)
+        return task.to_spec() if limit is None else task.to_spec(limit=limit)
+
+    async def _submit_specs(self, specs: list[JobSpec]) -> list[EnqueueResult]:
+        broker = await self._ready()
+        if has_parents(specs):
+            return await broker.enqueue_flow(specs)
+        return await self._combiner.submit(specs)
+
+    async def _enqueue_now(self, requests: list[Request]) -> list[Outcome]:
+        """One round trip of the combiner: a lone request is one broker enqueue, as ever;
+        several go as one (``enqueue_each`` where the broker has it, else merged)."""
+        if len(requests) == 1:
+            try:
+                return [await self._broker.enqueue(requests[0])]
+            except Exception as exc:  # noqa: BLE001 - raised in its caller's task
+                return [exc]
+        each = getattr(self._broker, "enqueue_each", None)
+        if each is not None:
+            outcomes: list[Outcome] = await each(requests)
+            return outcomes
+        return await merging_async(self._broker.enqueue, requests)
 
     def _with_handler_defaults(self, task: Task) -> Task:
         """``task`` with its handler's defaults; with a router, an unknown type is refused here.
@@ -368,6 +502,49 @@ class AsyncClient:
         type check.
         """
         return task if self.router is None else self.router.handler_for(task.type).defaults(task)
+
+    async def result(self, job_id: str, *, timeout: float | timedelta | None = None) -> JSONValue:
+        """Wait for a job to finish and return its handler's return value.
+
+        Woken by the broker's push channel (Redis pub/sub, Postgres LISTEN/NOTIFY, an
+        in-process event on memory), not by polling; a job that has finished already
+        answers at once.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns:
+            What the handler returned (decoded JSON; None for a handler that returned None).
+
+        Raises:
+            JobFailed: the job is dead; ``.error`` is its last :class:`~pqueue.job.ErrorInfo`.
+            JobCancelled: the job was cancelled (``.error`` says why when a parent died).
+            ResultTimeout: ``timeout`` passed first (a ``TimeoutError``); the job runs on.
+            JobNotFound: no such job.
+        """
+        return outcome_of(await self.wait_job(job_id, timeout=timeout))
+
+    async def wait_job(self, job_id: str, *, timeout: float | timedelta | None = None) -> Job:
+        """Wait for a job to finish (completed, dead or cancelled) and return it as stored:
+        :meth:`result` without the mapping to a value or an error.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns:
+            The finished :class:`~pqueue.job.Job`.
+
+        Raises:
+            ResultTimeout: ``timeout`` passed first.
+            JobNotFound: no such job.
+        """
+        seconds = wait_seconds(timeout)
+        job = await (await self._ready()).wait_finished(job_id, seconds)
+        if job is None:
+            raise ResultTimeout(f"job {job_id} did not finish within {seconds:g} s")
+        return job
 
     # -- inspecting and admin -------------------------------------------------------
 
@@ -395,11 +572,16 @@ class AsyncClient:
             minute).
         """
         broker = await self._ready()
-        counts, workers, activity = await asyncio.gather(
-            broker.counts(), broker.list_workers(), broker.activity()
+        counts, workers, activity, paused, limits = await asyncio.gather(
+            broker.counts(),
+            broker.list_workers(),
+            broker.activity(),
+            broker.paused_queues(),
+            broker.limit_groups(),
         )
         rates = {queue: n / activity.window for queue, n in activity.done.items()}
-        return Stats(counts, workers, dict(activity.oldest_pending_age), rates)
+        oldest = dict(activity.oldest_pending_age)
+        return Stats(counts, workers, oldest, rates, paused=tuple(paused), limits=limits)
 
     async def list_queues(self) -> list[str]:
         """Every queue that has held a job, sorted by name."""
@@ -408,6 +590,11 @@ class AsyncClient:
     async def list_workers(self) -> list[WorkerInfo]:
         """The workers that reported in recently (id, host, pid, queues, last seen)."""
         return await (await self._ready()).list_workers()
+
+    async def schedules(self) -> list[ScheduleInfo]:
+        """The periodic schedules workers run (name, job type, cron or every, next and last
+        run), as the workers published them: no app code needed (docs/periodic.md)."""
+        return await (await self._ready()).list_schedules()
 
     async def list_jobs(
         self,
@@ -488,18 +675,67 @@ class AsyncClient:
         return await (await self._ready()).purge_dead(queue=queue, job_ids=job_ids, older_than=age)
 
     async def cancel(self, job_id: str) -> bool:
-        """Cancel a job that has not started (pending, scheduled or waiting to retry).
+        """Cancel a job that has not finished: waiting (pending, scheduled or waiting to
+        retry) or running.
+
+        A running job becomes ``cancelled`` at once and its worker hears of it within a
+        second or two: an async handler is cancelled, a sync handler sees
+        ``job.cancelled()`` turn True (and is abandoned after the worker's
+        ``cancel_grace``). It is not retried and not dead-lettered (docs/control.md).
 
         Args:
             job_id: the id :meth:`enqueue` returned.
 
         Returns:
-            True if the job is now cancelled; False if it is running or finished.
+            True if the job is now cancelled; False if it had finished already (nothing
+            changes).
 
         Raises:
             JobNotFound: no such job.
         """
-        return await (await self._ready()).cancel(job_id)
+        broker = await self._ready()
+        for _ in range(CANCEL_TRIES):
+            if await broker.cancel(job_id) or await broker.cancel_active(job_id):
+                return True
+            status = (await broker.get_job(job_id)).status
+            if status.is_final:
+                return False
+            # It moved between the two calls (claimed, or failed into retry): try again.
+        return False
+
+    async def pause(self, queue: str) -> bool:
+        """Pause a queue: workers claim nothing more from it until :meth:`resume` (within
+        one claim of each worker); enqueues go on and jobs already running finish. Stored
+        in the broker, so it outlives worker restarts.
+
+        Args:
+            queue: the queue's name (it need not have held a job yet).
+
+        Returns:
+            True if the queue was running, False if it was paused already.
+
+        Raises:
+            InvalidRequest: a name no queue could have.
+        """
+        return await (await self._ready()).pause(queue)
+
+    async def resume(self, queue: str) -> bool:
+        """Let workers claim from a paused queue again (idle ones are woken at once).
+
+        Args:
+            queue: the queue's name.
+
+        Returns:
+            True if the queue was paused, False if it was not.
+
+        Raises:
+            InvalidRequest: a name no queue could have.
+        """
+        return await (await self._ready()).resume(queue)
+
+    async def paused_queues(self) -> list[str]:
+        """The paused queues, sorted by name."""
+        return await (await self._ready()).paused_queues()
 
     async def health(self) -> str:
         """Check that the broker answers and its storage schema is current.

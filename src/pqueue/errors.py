@@ -91,6 +91,32 @@ class CorruptJob(BrokerError):
     """A job found in storage is malformed and cannot be decoded."""
 
 
+class JobFailed(PQueueError):
+    """The job is dead: its handler failed past its retries (``error`` is the last failure).
+
+    Raised by ``client.result()``; ``job_id`` names the job, ``error`` is its last
+    :class:`~pqueue.job.ErrorInfo` (kind, message, traceback, attempt)."""
+
+    def __init__(self, job_id: str, error: object) -> None:
+        super().__init__(f"job {job_id} is dead: {error}")
+        self.job_id = job_id
+        self.error = error
+
+
+class JobCancelled(PQueueError):
+    """The job was cancelled (by an admin, or because a parent it depended on died)."""
+
+    def __init__(self, job_id: str, error: object = None) -> None:
+        reason = f": {error}" if error is not None else ""
+        super().__init__(f"job {job_id} was cancelled{reason}")
+        self.job_id = job_id
+        self.error = error
+
+
+class ResultTimeout(PQueueError, TimeoutError):
+    """``client.result()`` gave up: the job had not finished within the timeout."""
+
+
 class HandlerControl(Exception):
     """Base of the exceptions a handler raises to steer its job's fate."""
 

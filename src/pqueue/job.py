@@ -12,7 +12,12 @@ State machine (see docs/architecture.md)::
     active --release--> pending | scheduled  (graceful drain; no attempt burnt)
     active --lease expires, recover--> pending | dead (past max_recoveries)
     pending | scheduled | retry --cancel--> cancelled
+    active --cancel_active--> cancelled  (lease revoked; the worker stops the handler)
     dead --requeue--> pending
+    enqueue with depends_on -> waiting   (docs/workflows.md)
+    waiting --every parent completed--> pending | scheduled
+    waiting --a parent dead/cancelled--> cancelled (on_parent_failure="cancel") | as completed ("run")
+    waiting --cancel--> cancelled
 """
 
 from __future__ import annotations
@@ -23,9 +28,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from pqueue import cancellation
 from pqueue.clock import to_iso
+
+if TYPE_CHECKING:
+    from pqueue.limits import Limit
 
 JSONValue: TypeAlias = Any
 """A value that survives ``json.dumps``/``json.loads`` unchanged in meaning."""
@@ -50,6 +59,8 @@ class JobStatus(StrEnum):
     COMPLETED = "completed"
     DEAD = "dead"
     CANCELLED = "cancelled"
+    WAITING = "waiting"
+    """Stored with ``depends_on``: not claimable until every parent has completed."""
 
     @property
     def is_waiting(self) -> bool:
@@ -146,6 +157,12 @@ class JobSpec:
     unique_for: float | None = None
     idempotency_key: str | None = None
     meta: Mapping[str, str] = field(default_factory=lambda: NO_META)
+    depends_on: tuple[str, ...] = ()
+    """Ids of the jobs that must complete first; the job is stored ``waiting`` until they do."""
+    on_parent_failure: str = "cancel"
+    """What a dead or cancelled parent does to this job: ``"cancel"`` it, or ``"run"`` it anyway."""
+    limit: Limit | None = None
+    """The job's rate/concurrency limit group and parameters (docs/limits.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +194,31 @@ class Job:
     errors: tuple[ErrorInfo, ...] = ()
     result: JSONValue = None
     meta: Mapping[str, str] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+    """The ids of the jobs this one waited for (``depends_on`` at enqueue), in that order."""
+    parent_results: Mapping[str, JSONValue] = field(default_factory=dict)
+    """Parent id -> its handler's return value, for each parent that completed (copied in
+    when it did); a parent that died under ``on_parent_failure="run"`` is absent."""
+
+    limit_key: str | None = None
+    """The job's limit group within its queue, when it is subject to a limit (docs/limits.md)."""
+
+    def parent_result(self, parent_id: str | None = None) -> JSONValue:
+        """The result of parent ``parent_id``, or of the only parent when it is left out
+        (the step before this one in a chain). Raises ``KeyError`` when that parent did
+        not complete, ``ValueError`` without an id when the job has not exactly one parent."""
+        if parent_id is None:
+            if len(self.depends_on) != 1:
+                raise ValueError(f"job {self.id} has {len(self.depends_on)} parents; name one")
+            parent_id = self.depends_on[0]
+        return self.parent_results[parent_id]
+
+    def cancelled(self) -> bool:
+        """Whether this job has been cancelled: True once ``client.cancel(id)`` of it, while
+        it runs, has reached the worker running it (sync handlers poll this to stop
+        cooperatively; async handlers are also cancelled), or when this snapshot's status
+        is ``cancelled``."""
+        return self.status is JobStatus.CANCELLED or cancellation.requested(self.id)
 
     @property
     def enqueued_at(self) -> datetime:
@@ -210,6 +252,7 @@ class Job:
             "unique_key": self.unique_key,
             "idempotency_key": self.idempotency_key,
             "meta": dict(self.meta),
+            "depends_on": list(self.depends_on),
             "result": self.result,
             "errors": [{**error.to_dict(), "at": to_iso(error.at)} for error in self.errors],
         }

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pqueue.errors import ConfigError, UnknownJobType
 from pqueue.job import EnqueueResult, Job, JSONValue
+from pqueue.limits import QUEUE_GROUP, KeyFn, Limit, LimitRule
+from pqueue.periodic import Schedule
 from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from pqueue.spec import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, validate_job_type, validate_queue_name
 from pqueue.suggest import did_you_mean
@@ -46,8 +48,11 @@ class Handler:
         max_retries: int,
         timeout: float | None,
         retry: RetryPolicy,
+        limit: LimitRule | None = None,
     ) -> None:
         self.router = router
+        self.limit = limit
+        """The task's own rate/concurrency rule, or None (docs/limits.md)."""
         self.name = name
         self.fn = fn
         self.queue = queue
@@ -107,6 +112,8 @@ class Router:
 
     def __init__(self, dsn: str | None = None) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._schedules: dict[str, Schedule] = {}
+        self._queue_limits: dict[str, LimitRule] = {}
         self._dsn = dsn
         self._client: Client | None = None
         self._owns_client = False
@@ -120,9 +127,18 @@ class Router:
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout: float | timedelta | None = None,
         retry: RetryPolicy | None = None,
+        rate: str | None = None,
+        concurrency: int | None = None,
+        limit_key: KeyFn | str | None = None,
     ) -> Callable[[HandlerFn], Handler]:
-        """Register the decorated function as the handler of job type ``name``."""
+        """Register the decorated function as the handler of job type ``name``.
+
+        ``rate`` (``"100/s"``, ``"30/m"``, ``"500/h"``) and ``concurrency`` limit how fast
+        and how many of its jobs run, across every worker, per ``limit_key(payload)``
+        group (one group for the task without it); see docs/limits.md.
+        """
         validate_job_type(name)
+        limit = LimitRule.build(rate, concurrency, limit_key, default_key=name)
         validate_queue_name(queue)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError(f"max_retries must be an int >= 0, got {max_retries!r}")
@@ -143,11 +159,112 @@ class Router:
                 max_retries=max_retries,
                 timeout=seconds,
                 retry=retry or DEFAULT_RETRY_POLICY,
+                limit=limit,
             )
             self._add(handler)
             return handler
 
         return register
+
+    def periodic(
+        self,
+        cron: str | None = None,
+        *,
+        every: timedelta | float | None = None,
+        tz: str = "UTC",
+        name: str | None = None,
+        payload: JSONValue = None,
+        queue: str | None = None,
+        missed: str | None = None,
+        catch_up: int = 0,
+    ) -> Callable[[Handler | HandlerFn], Handler]:
+        """Enqueue the decorated task on a schedule: a 5-field ``cron`` expression read in
+        time zone ``tz``, or ``every`` (a timedelta or seconds). Decorate a ``@router.task``
+        handler, or a plain function (then registered as job type ``name``, by default its
+        ``__name__``). ``name`` also names the schedule (default: the job type); give each
+        schedule of one task its own. Ticks missed while no worker ran are skipped, or with
+        ``catch_up=N`` the newest N run at once (``missed`` is ``"skip"`` or ``"catch_up"``).
+        Every worker running this router runs the schedule; each tick is enqueued once.
+        docs/periodic.md has the details (time zones and DST, deploys)."""
+
+        def register(target: Handler | HandlerFn) -> Handler:
+            if isinstance(target, Handler):
+                if self._handlers.get(target.name) is not target:
+                    raise ConfigError(f"@periodic: handler {target.name!r} belongs to another router")
+                handler = target
+            else:
+                if not callable(target):
+                    raise ConfigError(f"@periodic must decorate a function or a task, got {target!r}")
+                job_type = str(name or getattr(target, "__name__", ""))
+                handler = self.task(job_type, queue=queue or DEFAULT_QUEUE)(target)
+            schedule = Schedule.build(
+                name or handler.name,
+                handler.name,
+                queue or handler.queue,
+                cron=cron,
+                every=every,
+                tz=tz,
+                missed=missed,
+                catch_up=catch_up,
+                payload=payload,
+                max_retries=handler.max_retries,
+                timeout=handler.timeout,
+            )
+            self._add_schedule(schedule)
+            return handler
+
+        if queue is not None:
+            validate_queue_name(queue)
+        return register
+
+    def _add_schedule(self, schedule: Schedule) -> None:
+        if schedule.name in self._schedules:
+            raise ConfigError(f"a schedule named {schedule.name!r} is already registered; pass name=")
+        self._schedules[schedule.name] = schedule
+
+    @property
+    def schedules(self) -> list[Schedule]:
+        """The schedules of this router's periodic tasks, by name (what its workers run)."""
+        return [self._schedules[name] for name in sorted(self._schedules)]
+
+    def queue(
+        self,
+        name: str,
+        *,
+        rate: str | None = None,
+        concurrency: int | None = None,
+        limit_key: KeyFn | str | None = None,
+    ) -> None:
+        """Limit every job enqueued to queue ``name`` (whatever its type) that its task does
+        not limit itself: ``rate`` and ``concurrency`` per ``limit_key(payload)`` group, or
+        for the whole queue without it (docs/limits.md).
+
+        Raises :class:`~pqueue.errors.ConfigError` for a bad rule, or when the queue
+        already has one.
+        """
+        validate_queue_name(name)
+        rule = LimitRule.build(rate, concurrency, limit_key, default_key=QUEUE_GROUP)
+        if name in self._queue_limits:
+            raise ConfigError(f"queue {name!r} already has limits")
+        if rule is None:
+            raise ConfigError(f"router.queue({name!r}) needs rate= and/or concurrency=")
+        self._queue_limits[name] = rule
+
+    def limit_for(self, handler: Handler | None, task: Task) -> Limit | None:
+        """The limit a job of ``task`` carries under this router's rules, or None (then the
+        task's own ``rate``/``concurrency``, if any, apply). The task's rule comes first,
+        then its queue's; ``task.limit_key`` replaces the rule's key."""
+        if task.rate is not None or task.concurrency is not None:
+            return None
+        rule = self.rule_for(handler, task.queue)
+        return None if rule is None else rule.resolve(task.payload, task.limit_key)
+
+    def rule_for(self, handler: Handler | None, queue: str | None) -> LimitRule | None:
+        """The limit rule of ``handler``'s jobs on ``queue``: the task's, else the queue's."""
+        rule = handler.limit if handler is not None else None
+        if rule is None and queue is not None:
+            rule = self._queue_limits.get(queue)
+        return rule
 
     def _add(self, handler: Handler) -> None:
         if handler.name in self._handlers:
@@ -157,9 +274,13 @@ class Router:
         self._handlers[handler.name] = handler
 
     def include(self, other: Router) -> None:
-        """Register every handler of ``other`` here too (split big apps into modules)."""
+        """Register every handler and schedule of ``other`` here too (split big apps into modules)."""
         for handler in other:
             self._add(handler)
+        for schedule in other.schedules:
+            self._add_schedule(schedule)
+        for queue, rule in other._queue_limits.items():
+            self._queue_limits.setdefault(queue, rule)
 
     def get(self, name: str) -> Handler | None:
         """The handler of job type ``name``, or None (the worker's lookup)."""

@@ -14,17 +14,25 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from pqueue.clock import to_epoch
 from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
 from pqueue.ids import is_job_id, new_id, new_ids
 from pqueue.job import NO_META, JobSpec, JSONValue
 
+if TYPE_CHECKING:
+    from pqueue.limits import Limit
+
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_RECOVERIES = 5
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_META_ENTRIES = 32
+MAX_PARENTS = 1000
+"""Most parents one job may depend on."""
+PARENT_FAILURE_POLICIES = ("cancel", "run")
+"""``on_parent_failure`` values: cancel the dependant (default) or run it anyway."""
 MAX_COUNT = 10_000
 """Upper bound for max_retries and max_recoveries (storage uses 32-bit integers)."""
 MAX_SECONDS = 100 * 365 * 86400.0
@@ -172,6 +180,9 @@ def build_spec(
     meta: Mapping[str, str] | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     job_id: str | None = None,
+    depends_on: Iterable[str] | None = None,
+    on_parent_failure: str = "cancel",
+    limit: Limit | None = None,
 ) -> JobSpec:
     """Check every option and return a :class:`JobSpec`, or raise an :class:`~pqueue.errors.InvalidJob`.
 
@@ -201,8 +212,21 @@ def build_spec(
         raise InvalidOption("unique_key needs unique_for: how many seconds the key is held")
     if unique_seconds is not None and unique is None:
         unique = derive_unique_key(job_type, queue, payload_json)
+    job_id = job_id or new_id()
+    parents = (
+        ()
+        if depends_on is None and on_parent_failure == "cancel"
+        else _parents(job_id, depends_on, on_parent_failure)
+    )
+    if parents and unique_seconds is not None:
+        raise InvalidOption("depends_on cannot be combined with unique_for (a waiting job holds no key)")
+    if parents and limit is not None:
+        raise InvalidOption(
+            "depends_on cannot be combined with a rate/concurrency limit yet: put the dependent "
+            "job on a queue without limits (docs/limits.md)"
+        )
     return JobSpec(
-        id=job_id or new_id(),
+        id=job_id,
         type=job_type,
         queue=queue,
         payload_json=payload_json,
@@ -215,7 +239,31 @@ def build_spec(
         unique_for=unique_seconds,
         idempotency_key=None if idempotency_key is None else _key("idempotency_key", idempotency_key),
         meta=_meta(meta) if meta else NO_META,
+        depends_on=parents,
+        on_parent_failure=on_parent_failure,
+        limit=limit,
     )
+
+
+def _parents(job_id: str, depends_on: Iterable[str] | None, policy: str) -> tuple[str, ...]:
+    """Check ``depends_on`` (distinct job ids, not the job's own) and the failure policy."""
+    if policy not in PARENT_FAILURE_POLICIES:
+        raise InvalidOption(f"on_parent_failure must be 'cancel' or 'run', got {policy!r}")
+    if depends_on is None:
+        return ()
+    if isinstance(depends_on, str):
+        raise InvalidOption("depends_on must be a list of job ids, not one string")
+    parents = tuple(depends_on)
+    if len(parents) > MAX_PARENTS:
+        raise InvalidOption(f"depends_on names {len(parents)} jobs; at most {MAX_PARENTS}")
+    for parent in parents:
+        if not isinstance(parent, str) or not is_job_id(parent):
+            raise InvalidName(f"invalid job id {parent!r} in depends_on: use the ids enqueue returned")
+    if len(set(parents)) != len(parents):
+        raise InvalidOption("depends_on names a job twice")
+    if job_id in parents:
+        raise InvalidOption(f"job {job_id} cannot depend on itself")
+    return parents
 
 
 def recheck_spec(spec: object) -> JobSpec:
@@ -245,6 +293,9 @@ def recheck_spec(spec: object) -> JobSpec:
         idempotency_key=spec.idempotency_key,
         meta=spec.meta,
         job_id=spec.id,
+        depends_on=spec.depends_on or None,
+        on_parent_failure=spec.on_parent_failure,
+        limit=spec.limit,
     )
 
 

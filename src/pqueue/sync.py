@@ -2,7 +2,10 @@
 
 Not a second implementation: it owns a private event loop on a daemon thread and runs
 :class:`~pqueue.client.AsyncClient` there, so every method is the async one, awaited
-for you. Safe to share between threads, also across :meth:`Client.close`: calls in
+for you. On Redis and Postgres, enqueues and job lookups skip that hop: a blocking
+transport (:mod:`pqueue.transport`) drives the broker's own steps from the caller's
+thread, and threads enqueueing at once share round trips (:mod:`pqueue.combine`). Safe to
+share between threads, also across :meth:`Client.close`: calls in
 flight finish or raise :class:`~pqueue.errors.ClientClosed`, never hang. After
 ``fork()`` (gunicorn, Spark) the child builds its own loop and connections on first use.
 """
@@ -30,14 +33,19 @@ from typing import Any, TypeVar
 
 from pqueue import loops
 from pqueue.broker import JobPage, JobScan, WorkerInfo
+from pqueue.broker_flows import has_parents
+from pqueue.broker_schedules import ScheduleInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
 from pqueue.errors import ClientClosed
-from pqueue.job import EnqueueResult, Job, JobStatus, JSONValue
+from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware
 from pqueue.router import Router
 from pqueue.spec import DEFAULT_MAX_RECOVERIES
+from pqueue.steps import run_sync
 from pqueue.task import Task
+from pqueue.transport import DirectPath, Hop, SyncTransport, sync_transport
+from pqueue.workflow import wait_seconds
 
 T = TypeVar("T")
 
@@ -70,6 +78,9 @@ class _LoopThread:
             self.thread.join()
             self.loop.close()
             raise
+        transport = sync_transport(self.client.broker)
+        self.direct = None if transport is None else DirectPath(transport)
+        """The caller-thread path for enqueues and lookups, or None (every call hops)."""
 
     @staticmethod
     async def _make(make_client: Callable[[], AsyncClient]) -> AsyncClient:
@@ -122,6 +133,8 @@ class _LoopThread:
         """Refuse new calls, give running ones ``grace`` seconds, cancel the rest, close."""
         with self._lock:
             self.closing = True
+        if self.direct is not None:
+            self.direct.close(grace)
         try:
             self._schedule(self._shutdown(grace)).result(timeout=2 * grace + 10)
         finally:
@@ -193,6 +206,50 @@ class Client:
             if runner.closing:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
+
+    def _direct(self) -> tuple[AsyncClient, DirectPath] | None:
+        """The loop's client and the direct path, opened; None when calls must hop."""
+        runner = self._loop_thread()
+        path = runner.direct
+        if path is None or not path.usable() or threading.current_thread() is runner.thread:
+            return None
+        if not runner.client.is_open:
+            self._call(lambda c: c.open())  # opening, its checks and its errors: the broker's own
+        return runner.client, path
+
+    def _enqueue(
+        self,
+        specs_of: Callable[[AsyncClient], list[JobSpec]],
+        hop: Callable[[AsyncClient], Coroutine[Any, Any, list[EnqueueResult]]],
+    ) -> list[EnqueueResult]:
+        """Enqueue the specs ``specs_of`` builds (in this thread) on the direct path, or ``hop``."""
+        direct = self._direct()
+        if direct is None:
+            return self._call(hop)
+        client, path = direct
+
+        def send(specs: list[JobSpec]) -> list[EnqueueResult]:
+            if has_parents(specs):  # the loop's client sends it to the broker's enqueue_flow
+                return self._call(lambda c: c._submit_specs(specs))
+            try:
+                return path.run(lambda: path.combiner.submit(specs))
+            except Hop:  # the loop's client sends it (retrying, reporting); hooks already ran
+                return self._call(lambda c: c._submit_specs(specs))
+
+        return run_sync(client._sending(specs_of(client)), send)
+
+    def _read(
+        self, direct_call: Callable[[SyncTransport], T], hop: Callable[[AsyncClient], Coroutine[Any, Any, T]]
+    ) -> T:
+        """A read on the direct path when there is one, else (or when it cannot reach) ``hop``."""
+        direct = self._direct()
+        if direct is not None:
+            _, path = direct
+            try:
+                return path.run(lambda: direct_call(path.transport))
+            except Hop:
+                pass
+        return self._call(hop)
 
     async def _call_async(self, fn: Callable[[AsyncClient], Coroutine[Any, Any, T]]) -> T:
         runner = self._loop_thread()
@@ -272,6 +329,11 @@ class Client:
         meta: Mapping[str, str] | None = None,
         max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_id: str | None = None,
+        depends_on: Sequence[str] | None = None,
+        on_parent_failure: str = "cancel",
+        limit_key: str | None = None,
+        rate: str | None = None,
+        concurrency: int | None = None,
     ) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
 
@@ -286,6 +348,9 @@ class Client:
             idempotency_key: jobs with this key run to success at most once.
             meta, max_recoveries, job_id: string tags, how often the job may be taken back
                 from a dead worker, and a caller-chosen id.
+            depends_on, on_parent_failure: jobs that must complete first, and what a dead
+                or cancelled one does to this job (``"cancel"`` or ``"run"``).
+            limit_key, rate, concurrency: the job's limit group and limits (docs/limits.md).
             (Each in full at :meth:`AsyncClient.enqueue`.)
 
         Returns:
@@ -312,6 +377,11 @@ class Client:
             meta=meta or {},
             max_recoveries=max_recoveries,
             job_id=job_id,
+            depends_on=tuple(depends_on or ()),
+            on_parent_failure=on_parent_failure,
+            limit_key=limit_key,
+            rate=rate,
+            concurrency=concurrency,
         )
         return self.enqueue_task(task)
 
@@ -327,8 +397,12 @@ class Client:
         Raises:
             UnknownJobType, InvalidJob, BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
         """
-        task.to_spec()  # validate in the caller's thread so the traceback points at the caller
-        return self._call(lambda c: c.enqueue_task(task))
+        spec = task.to_spec()  # validate in the caller's thread so the traceback points at the caller
+        [result] = self._enqueue(
+            lambda c: [spec] if c.router is None else c._specs_of([task]),
+            lambda c: _one(c.enqueue_task(task)),
+        )
+        return result
 
     async def enqueue_task_async(self, task: Task) -> EnqueueResult:
         """:meth:`enqueue_task`, awaitable from any event loop without blocking it.
@@ -354,7 +428,7 @@ class Client:
             BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
         """
         batch = list(tasks)
-        return self._call(lambda c: c.enqueue_many(batch))
+        return self._enqueue(lambda c: c._specs_of(batch), lambda c: c.enqueue_many(batch))
 
     def enqueue_map(
         self,
@@ -403,9 +477,44 @@ class Client:
             "max_recoveries": max_recoveries,
             "job_ids": None if job_ids is None else list(job_ids),
         }
-        return self._call(lambda c: c.enqueue_map(type, batch, **options))
+        return self._enqueue(
+            lambda c: c._map_specs(type, batch, **options), lambda c: c.enqueue_map(type, batch, **options)
+        )
 
     # -- inspecting and admin -------------------------------------------------------
+
+    def result(self, job_id: str, *, timeout: float | timedelta | None = None) -> JSONValue:
+        """Block this thread until the job finishes and return its handler's return value.
+
+        Woken by the broker's push channel, not by polling (see :meth:`AsyncClient.result`).
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns:
+            What the handler returned.
+
+        Raises:
+            JobFailed: the job is dead (``.error`` is its last ErrorInfo).
+            JobCancelled: the job was cancelled.
+            ResultTimeout: the timeout passed first (a ``TimeoutError``).
+            JobNotFound, ClientClosed: no such job; the client is closed.
+        """
+        wait_seconds(timeout)  # refuse a bad timeout in the caller's thread
+        return self._call(lambda c: c.result(job_id, timeout=timeout))
+
+    async def result_async(self, job_id: str, *, timeout: float | timedelta | None = None) -> JSONValue:
+        """:meth:`result`, awaitable from any event loop without blocking it.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns and raises what :meth:`result` does.
+        """
+        wait_seconds(timeout)
+        return await self._call_async(lambda c: c.result(job_id, timeout=timeout))
 
     def get_job(self, job_id: str) -> Job:
         """The job with this id, as stored now.
@@ -419,7 +528,7 @@ class Client:
         Raises:
             JobNotFound: no such job (never enqueued, or pruned after its retention).
         """
-        return self._call(lambda c: c.get_job(job_id))
+        return self._read(lambda t: t.get_job(job_id), lambda c: c.get_job(job_id))
 
     def stats(self) -> Stats:
         """A snapshot of jobs per queue and status, and of the workers seen recently.
@@ -431,11 +540,15 @@ class Client:
 
     def list_queues(self) -> list[str]:
         """Every queue that has held a job, sorted by name."""
-        return self._call(lambda c: c.list_queues())
+        return self._read(lambda t: t.list_queues(), lambda c: c.list_queues())
 
     def list_workers(self) -> list[WorkerInfo]:
         """The workers that reported in recently (id, host, pid, queues, last seen)."""
         return self._call(lambda c: c.list_workers())
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """The periodic schedules workers run, with their next and last run (see AsyncClient.schedules)."""
+        return self._call(lambda c: c.schedules())
 
     def list_jobs(
         self,
@@ -461,7 +574,10 @@ class Client:
         Raises:
             InvalidRequest: an unknown status, a limit below 1 or a negative offset.
         """
-        return self._call(lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset))
+        return self._read(
+            lambda t: t.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset),
+            lambda c: c.list_jobs(status, queue=queue, type=type, limit=limit, offset=offset),
+        )
 
     def dead_jobs(self, *, queue: str | None = None, limit: int = 50, offset: int = 0) -> JobPage:
         """One page of the dead-letter queue; :meth:`list_jobs` for status ``dead``.
@@ -477,7 +593,10 @@ class Client:
         Raises:
             InvalidRequest: a limit below 1 or a negative offset.
         """
-        return self._call(lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset))
+        return self._read(
+            lambda t: t.list_jobs(JobStatus.DEAD, queue=queue, type=None, limit=limit, offset=offset),
+            lambda c: c.dead_jobs(queue=queue, limit=limit, offset=offset),
+        )
 
     def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
         """Move dead jobs back to pending with a fresh retry budget.
@@ -513,18 +632,52 @@ class Client:
         return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
 
     def cancel(self, job_id: str) -> bool:
-        """Cancel a job that has not started (pending, scheduled or waiting to retry).
+        """Cancel a job that has not finished: waiting (pending, scheduled or waiting to
+        retry) or running (its worker stops the handler; see :meth:`AsyncClient.cancel`).
 
         Args:
             job_id: the id :meth:`enqueue` returned.
 
         Returns:
-            True if the job is now cancelled; False if it is running or finished.
+            True if the job is now cancelled; False if it had finished already.
 
         Raises:
             JobNotFound: no such job.
         """
         return self._call(lambda c: c.cancel(job_id))
+
+    def pause(self, queue: str) -> bool:
+        """Pause a queue: workers claim nothing more from it until :meth:`resume`;
+        enqueues go on and running jobs finish (see :meth:`AsyncClient.pause`).
+
+        Args:
+            queue: the queue's name.
+
+        Returns:
+            True if the queue was running, False if it was paused already.
+
+        Raises:
+            InvalidRequest: a name no queue could have.
+        """
+        return self._call(lambda c: c.pause(queue))
+
+    def resume(self, queue: str) -> bool:
+        """Let workers claim from a paused queue again.
+
+        Args:
+            queue: the queue's name.
+
+        Returns:
+            True if the queue was paused, False if it was not.
+
+        Raises:
+            InvalidRequest: a name no queue could have.
+        """
+        return self._call(lambda c: c.resume(queue))
+
+    def paused_queues(self) -> list[str]:
+        """The paused queues, sorted by name."""
+        return self._call(lambda c: c.paused_queues())
 
     def health(self) -> str:
         """Check that the broker answers and its storage schema is current.
@@ -558,6 +711,10 @@ class Client:
         finally:
             with contextlib.suppress(Exception):  # closing a finished or broken scan
                 self._call(lambda c: _close_pages(pages))
+
+
+async def _one(result: Awaitable[EnqueueResult]) -> list[EnqueueResult]:
+    return [await result]
 
 
 async def _next_page(pages: AsyncIterator[Sequence[Job]]) -> Sequence[Job] | None:

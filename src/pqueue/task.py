@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pqueue.job import JobSpec, JSONValue
+from pqueue.limits import explicit_limit
 from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_spec
 
 
@@ -35,6 +36,16 @@ class Task:
     max_recoveries: int = DEFAULT_MAX_RECOVERIES
     job_id: str | None = None
     """Choose the id (a UUID) so a re-sent task is refused instead of duplicated."""
+    depends_on: tuple[str, ...] = ()
+    """Ids of jobs that must complete before this one runs (it waits as ``waiting``)."""
+    on_parent_failure: str = "cancel"
+    """When a parent dies or is cancelled: ``"cancel"`` this job too, or ``"run"`` it anyway."""
+    limit_key: str | None = None
+    """The job's limit group: replaces the router rule's ``limit_key`` (docs/limits.md)."""
+    rate: str | None = None
+    """A rate limit such as ``"100/s"`` for a producer without the router (docs/limits.md)."""
+    concurrency: int | None = None
+    """A concurrency limit for a producer without the router (docs/limits.md)."""
 
     def with_defaults(self, queue: str, max_retries: int, timeout: float | None) -> Task:
         """This task with the unset options taken from a handler's defaults."""
@@ -47,6 +58,10 @@ class Task:
 
     def to_spec(self, **overrides: Any) -> JobSpec:
         """Validate into a :class:`JobSpec`; raises :class:`~pqueue.errors.InvalidJob`."""
+        if "limit" not in overrides and (
+            self.limit_key is not None or self.rate is not None or self.concurrency is not None
+        ):
+            overrides["limit"] = explicit_limit(self.limit_key, self.rate, self.concurrency)
         return build_spec(
             self.type,
             self.payload,
@@ -61,5 +76,7 @@ class Task:
             idempotency_key=self.idempotency_key,
             meta=self.meta,
             job_id=self.job_id,
+            depends_on=self.depends_on or None,
+            on_parent_failure=self.on_parent_failure,
             **overrides,
         )

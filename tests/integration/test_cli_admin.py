@@ -206,7 +206,8 @@ def test_import_pqueue_and_the_parser_leave_rich_alone() -> None:
 
 def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["stats"], ["jobs", "list"], ["jobs", "show"], ["enqueue"], ["dlq", "list"],
-                 ["dlq", "requeue"], ["dlq", "purge"], ["cancel"], ["workers"], ["health"]):  # fmt: skip
+                 ["dlq", "requeue"], ["dlq", "purge"], ["cancel"], ["workers"], ["health"],
+                 ["pause"], ["resume"]):  # fmt: skip
         with pytest.raises(SystemExit) as exited:
             main([*argv, "--help"])
         assert exited.value.code == 0
@@ -275,3 +276,20 @@ def test_health_fails_in_one_line_on_a_schema_never_migrated(cli: Cli, backend_d
     ran = cli("health", dsn=bare)
     assert ran.code == 1 and ran.out == "" and ran.err.count("\n") == 1
     assert "missing or incomplete" in ran.err and "pqueue migrate" in ran.err, ran.err
+
+
+def test_pause_and_resume_queues_and_stats_marks_them(cli: Cli, backend_dsn: str) -> None:
+    paused = cli("pause", "emails", "reports")
+    assert paused.code == 0 and paused.out.splitlines() == ["paused emails", "paused reports"]
+    again = json.loads(cli("pause", "emails", "--json").out)
+    assert again == {"paused": [], "unchanged": ["emails"], "paused_queues": ["emails", "reports"]}
+    assert cli("enqueue", "mail:send", "--queue", "emails").code == 0  # enqueues go on
+    stats = cli("stats", "--json")
+    assert json.loads(stats.out)["paused"] == ["emails", "reports"]
+    assert "emails (paused)" in cli("stats").out
+    resumed = cli("resume", "emails", "--json")
+    assert json.loads(resumed.out) == {"resumed": ["emails"], "unchanged": [], "paused_queues": ["reports"]}
+    assert cli("resume", "emails").out.strip() == "emails was already resumed"
+    bad = cli("pause", "ok", "not ok")
+    assert bad.code == 1 and "invalid queue name" in bad.err
+    assert json.loads(cli("stats", "--json").out)["paused"] == ["reports"]  # nothing changed

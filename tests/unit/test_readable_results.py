@@ -62,9 +62,10 @@ def test_stats_print_as_a_table_and_to_dict_as_json(client: Client) -> None:
     assert "JobStatus" not in text
     header, row, workers = text.splitlines()
     assert header.split() == [
-        "queue", "pending", "scheduled", "active", "retry", "completed", "dead", "done/s", "oldest", "pending"
+        "queue", "waiting", "pending", "scheduled", "active", "retry", "completed", "dead", "done/s",
+        "oldest", "pending"
     ]  # fmt: skip
-    assert row.split() == ["alpha", "1", "1", "0", "0", "0", "0", "0.00", "0.0s"]
+    assert row.split() == ["alpha", "0", "1", "1", "0", "0", "0", "0", "0.00", "0.0s"]
     assert workers == "workers: 0"
     data = client.stats().to_dict()
     assert json.loads(json.dumps(data)) == data
@@ -115,5 +116,5 @@ def test_formatted_durations_read_back_close_to_the_original(seconds: float) -> 
 
 def test_job_status_values_are_the_json_words() -> None:
     assert [s.value for s in JobStatus] == [
-        "pending", "scheduled", "active", "retry", "completed", "dead", "cancelled"
+        "pending", "scheduled", "active", "retry", "completed", "dead", "cancelled", "waiting"
     ]  # fmt: skip

@@ -38,21 +38,57 @@ CALLS: dict[str, ScriptCall] = {
     "enqueue": calls.enqueue(K, SPECS, NOW, "pq:test:wake", "pq:test:handoff:"),
     "claim": calls.claim(K, NOW, 10, 30_000, "w", parking="h w"),
     "park": calls.park(K, NOW, "h1 w", limit=10, lease_ms=30_000, park_ms=1_000),
-    "ack": calls.ack(K, NOW, 1000, LEASES, [None, "1"]),
+    "ack": calls.ack(K, NOW, 1000, LEASES, [None, "1"], results_channel="r"),
     "fail": calls.fail(
-        K, NOW, job_id=SPECS[0].id, token="7", error=ErrorInfo("E", "m"), retry_ms=5, channel="c"
+        K,
+        NOW,
+        job_id=SPECS[0].id,
+        token="7",
+        error=ErrorInfo("E", "m"),
+        retry_ms=5,
+        channel="c",
+        results_channel="r",
     ),
     "release": calls.release(K, NOW, 0, LEASES, "c", note=ErrorInfo("E", "note")),
     "extend": calls.extend(K, NOW, 30_000, LEASES),
-    "recover": calls.recover(K, NOW, 100, "c"),
+    "recover": calls.recover(K, NOW, 100, "c", "r"),
     "promote": calls.promote(K, NOW, 100, "c"),
-    "cancel": calls.cancel(K, NOW, SPECS[0].id, 1000),
+    "cancel": calls.cancel(K, NOW, SPECS[0].id, 1000, "r"),
     "requeue_dead": calls.requeue_dead(K, NOW, None, 100, "c"),
     "purge_dead": calls.purge_dead(K, None, 100),
     "prune": calls.prune(K, NOW, 1000, 100),
     "activity": calls.activity(K, NOW, 60000),
     "idempotency_begin": calls.idempotency_begin("pq:test:idem:k", NOW, "owner", 1000),
     "idempotency_end": calls.idempotency_end("pq:test:idem:k", NOW, "owner", True, 1000),
+    "schedules_register": calls.schedules_register("pq:test:schedules", NOW, 60_000, 1000, []),
+    "schedules_mark": calls.schedules_mark("pq:test:schedules", "nightly", 1_800_000_000_000),
+    "pause": calls.pause(K, NOW),
+    "resume": calls.resume(K, NOW, "pq:test:wake"),
+    "cancel_active": calls.cancel_active(
+        K,
+        NOW,
+        SPECS[0].id,
+        retention_ms=1000,
+        reason=ErrorInfo("Cancelled", "m"),
+        channel="c",
+        results_channel="r",
+    ),
+    "enqueue_waiting": calls.enqueue_waiting(
+        K, NOW, [build_spec("t", 3, queue="emails.v2", depends_on=[SPECS[0].id])]
+    ),
+    "link": calls.link(K, NOW, {SPECS[0].id: ["other " + SPECS[1].id]}),
+    "settle": calls.settle(
+        K,
+        NOW,
+        parent_id=SPECS[0].id,
+        parent_status="completed",
+        parent_result="1",
+        retention_ms=1000,
+        channel="c",
+        results_channel="r",
+        children=[],
+    ),
+    "watch": calls.watch(K, NOW, SPECS[0].id),
 }
 
 
@@ -83,10 +119,10 @@ def test_calls_pass_the_keys_and_args_the_header_documents(name: str) -> None:
     assert len(call.args) == len(fixed_args), name
 
 
-@pytest.mark.parametrize("name", [n for n in SCRIPT_NAMES if not n.startswith("idempotency")])
+@pytest.mark.parametrize("name", [n for n in SCRIPT_NAMES if not n.startswith(("idempotency", "schedules"))])
 def test_every_key_a_call_touches_is_in_one_cluster_slot(name: str) -> None:
     call = CALLS[name]
-    derived = [a for a in call.args if isinstance(a, str) and a.endswith(":job:")]
+    derived = [a for a in call.args if isinstance(a, str) and a.endswith((":job:", ":deps:"))]
     slots = {key_slot(k.encode()) for k in [*call.keys, *(p + "x" for p in derived)]}
     assert slots == {key_slot(b"{emails.v2}")}, name
 

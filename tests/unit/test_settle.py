@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pqueue import Router, Worker
 from pqueue.errors import BrokerUnavailable
 from pqueue.ids import new_id
 from pqueue.job import Job, JobStatus, Lease
@@ -36,7 +37,9 @@ def _lease() -> Lease:
     return Lease(job, "1", 0.0)
 
 
-async def _settler(broker: RecordingBroker, *, ack_interval: float, busy_batch: int) -> Settler:
+async def _settler(
+    broker: RecordingBroker, *, ack_interval: float, busy_batch: int, more_coming: bool = False
+) -> Settler:
     settler = Settler(
         broker,  # type: ignore[arg-type]
         LeaseBook(),
@@ -44,6 +47,7 @@ async def _settler(broker: RecordingBroker, *, ack_interval: float, busy_batch: 
         WorkerCounters(),
         ack_interval=ack_interval,
         busy_batch=busy_batch,
+        more_coming=lambda: more_coming,
     )
     settler.start()
     return settler
@@ -80,6 +84,33 @@ async def test_cheap_acks_are_not_waited_for() -> None:
     settler.complete(_lease(), None, 0.0)
     await asyncio.wait_for(settler.close(), 5)  # would wait 30 s if the acker lingered
     assert broker.batches == [3, 1]
+
+
+async def test_while_other_jobs_run_the_acker_waits_for_a_full_batch() -> None:
+    # Handlers that await I/O finish one at a time: each ack used to carry 1-2 jobs.
+    broker = RecordingBroker()
+    settler = await _settler(broker, ack_interval=30.0, busy_batch=3, more_coming=True)
+    for _ in range(7):
+        settler.complete(_lease(), None, 0.0)
+        await asyncio.sleep(0.005)  # one job finishes every few milliseconds
+    await asyncio.sleep(0.01)
+    assert broker.batches == [3, 3]  # the seventh waits for company
+    settler.complete(_lease(), None, 0.0)
+    settler.more_coming = lambda: False
+    settler.nudge()  # the worker's last running job ended: nobody else is coming
+    await asyncio.wait_for(settler.close(), 5)  # (would wait the 30 s interval otherwise)
+    assert sum(broker.batches) == 8 and settler.counters.completed == 8
+
+
+async def test_a_partial_batch_waits_no_longer_than_the_interval() -> None:
+    broker = RecordingBroker()
+    settler = await _settler(broker, ack_interval=0.05, busy_batch=10, more_coming=True)
+    settler.complete(_lease(), None, 0.0)
+    await asyncio.sleep(0.01)
+    assert broker.batches == []  # other jobs run: it lingers for them ...
+    await asyncio.sleep(0.1)
+    assert broker.batches == [1]  # ... for ack_interval at most
+    await settler.close()
 
 
 class DownFor:
@@ -121,3 +152,18 @@ async def test_an_ack_gives_up_once_its_lease_cannot_hold(caplog: pytest.LogCapt
     assert (counters.completed, counters.lost) == (0, 1)
     assert broker.calls < 10
     assert "could not ack 1 job(s)" in caplog.text
+
+
+def _worker_running(jobs: int, average: float) -> Worker:
+    worker = Worker("memory://more-coming", Router(), concurrency=10)
+    worker._pacer.observe(average)
+    worker._tasks = dict.fromkeys(map(str, range(jobs)))  # type: ignore[arg-type]  # only counted
+    return worker
+
+
+def test_acks_wait_only_for_jobs_that_finish_within_the_interval() -> None:
+    # 10 jobs of 1 ms running: one finishes every 0.1 ms, well within the 2 ms interval.
+    assert _worker_running(10, 0.001)._more_coming()
+    # 10 jobs of 50 ms: one finishes every 5 ms, later than 2 ms: ack at once, as before.
+    assert not _worker_running(10, 0.05)._more_coming()
+    assert not _worker_running(0, 0.001)._more_coming()  # nothing running: nobody is coming

@@ -111,7 +111,15 @@ async def test_queues_stats_and_workers(api: httpx.AsyncClient, broker: FullBrok
     assert fast["oldest_pending_age"] is not None and fast["done_per_second"] >= 0
     stats = (await api.get("/stats")).json()
     assert stats["totals"]["pending"] == 4 and stats["totals"]["dead"] == 1
-    assert set(stats) == {"queues", "totals", "oldest_pending_age", "done_per_second", "workers"}
+    assert set(stats) == {
+        "queues",
+        "totals",
+        "oldest_pending_age",
+        "done_per_second",
+        "workers",
+        "paused",
+        "limits",
+    }
     assert (await api.get("/workers")).json() == {"workers": []}
 
 

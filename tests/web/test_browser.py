@@ -55,6 +55,12 @@ async def seed(dsn: str) -> str:
         await broker.close()
 
 
+def paused_queues(dsn: str) -> list[str]:
+    """What the broker has stored (Playwright's sync API holds this thread's event loop)."""
+    with pqueue.Client(dsn) as client:
+        return client.paused_queues()
+
+
 @pytest.fixture
 def redis_dsn(namespace: str) -> Iterator[str]:
     from tests.backends import redis as backend
@@ -105,6 +111,18 @@ def test_dashboard_signs_in_shows_counts_and_requeues_a_dead_job(redis_dsn: str)
             page.wait_for_timeout(2500)  # two polls: the throughput line has points
             page.screenshot(path=shot, full_page=True)
 
+        expect(page.locator("#schedules-panel")).to_contain_text("No schedules.")  # none registered here
+
+        expect(reports.locator("[data-state]")).to_have_text("running")
+        reports.get_by_role("button", name="Pause").click()
+        expect(page.locator("#message")).to_have_text("Queue reports paused.")
+        expect(reports.locator("[data-state]")).to_have_text("paused")
+        assert paused_queues(redis_dsn) == ["reports"]
+        reports.get_by_role("button", name="Resume").click()
+        expect(page.locator("#message")).to_have_text("Queue reports resumed.")
+        expect(reports.locator("[data-state]")).to_have_text("running")
+        assert paused_queues(redis_dsn) == []
+
         page.get_by_role("link", name="Dead jobs").click()
         row = page.locator(f'tr[data-job="{dead_id}"]')
         expect(row).to_contain_text("SMTPRecipientRefused: 550 mailbox unavailable")
@@ -134,3 +152,73 @@ def test_read_only_token_sees_no_admin_actions(redis_dsn: str) -> None:
         page.goto(f"{url}#job/{dead_id}")
         expect(page.locator("#job-status")).to_have_text("dead")
         expect(page.locator("#job-requeue")).to_be_hidden()
+        page.get_by_role("link", name="Queues").click()
+        expect(page.locator('tr[data-queue="emails"] [data-state]')).to_have_text("running")
+        expect(page.get_by_role("button", name="Pause")).to_have_count(0)  # no admin actions shown
+
+
+SCHEDULES = {
+    "schedules": [
+        {
+            "name": "nightly-report",
+            "type": "report.build",
+            "queue": "reports",
+            "cron": "0 3 * * *",
+            "every": None,
+            "tz": "Europe/Paris",
+            "next_run_at": "2030-01-02T02:00:00Z",
+            "last_run_at": None,
+            "missed": 2,
+            "catch_up": True,
+        },
+        {
+            "name": "heartbeat",
+            "type": "ping",
+            "queue": "default",
+            "cron": None,
+            "every": 90.0,
+            "tz": None,
+            "next_run_at": "2030-01-01T00:01:30Z",
+            "last_run_at": "2030-01-01T00:00:00Z",
+            "missed": 0,
+            "catch_up": False,
+        },
+    ]
+}
+
+
+def test_schedules_panel_lists_what_get_schedules_answers(redis_dsn: str) -> None:
+    """The panel draws what GET /schedules answers (stood in for in the browser)."""
+    with dashboard(redis_dsn) as (page, url, _):
+        from playwright.sync_api import Route, expect
+
+        def answer(route: Route) -> None:
+            route.fulfill(status=200, json=SCHEDULES)
+
+        page.route("**/schedules", answer)
+        page.goto(url)
+        page.get_by_label("token").fill(READER)
+        page.get_by_role("button", name="Sign in").click()
+        nightly = page.locator('tr[data-schedule="nightly-report"]')
+        expect(nightly).to_contain_text("cron 0 3 * * *")
+        expect(nightly).to_contain_text("Europe/Paris")
+        expect(nightly.locator("td.num")).to_have_text("2")
+        expect(page.locator('tr[data-schedule="heartbeat"]')).to_contain_text("every 1.5m")
+        expect(page.locator("#message")).to_have_text("")
+
+
+def test_schedules_panel_hides_when_the_server_has_no_schedules_endpoint(redis_dsn: str) -> None:
+    """An older server answers 404 for GET /schedules: the panel goes away quietly."""
+    with dashboard(redis_dsn) as (page, url, _):
+        from playwright.sync_api import Route, expect
+
+        def missing(route: Route) -> None:
+            route.fulfill(status=404, json={"error": "not_found", "detail": "Not Found"})
+
+        page.route("**/schedules", missing)
+        page.goto(url)
+        page.get_by_label("token").fill(READER)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator('tr[data-queue="emails"]')).to_be_visible()
+        expect(page.locator("#schedules-panel")).to_be_hidden()
+        expect(page.locator("#message")).to_have_text("")

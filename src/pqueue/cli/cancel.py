@@ -1,4 +1,4 @@
-"""``pqueue cancel ID...``: cancel jobs that have not started."""
+"""``pqueue cancel ID...``: cancel jobs that have not finished (waiting or running)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ def add_parser(subparsers: Any) -> None:
     parser = command_parser(
         subparsers,
         "cancel",
-        help="cancel pending, scheduled or retrying jobs",
+        help="cancel waiting or running jobs",
         description="""
-            Cancel jobs that have not started (pending, scheduled or waiting to retry). Every id
-            is looked up first: if one is unknown, nothing is cancelled. Exits 1 when a job
-            could not be cancelled because it is running or finished.
+            Cancel jobs that have not finished: waiting (pending, scheduled or waiting to
+            retry) or running. A running job's worker hears of it within a second or two and
+            stops its handler; the job is not retried. Every id is looked up first: if one is
+            unknown, nothing is cancelled. Exits 1 when a job could not be cancelled because
+            it had finished.
         """,
         examples=[
             "pqueue cancel 0190f6d2-8c3e-7b1a-9f00-3c5d2e1a4b77",

@@ -1,12 +1,16 @@
-"""``pqueue stats``: jobs per queue and status, throughput, the oldest waiting job, live workers."""
+"""``pqueue stats``: jobs per queue and status, throughput, the oldest waiting job, live workers
+and the periodic schedules with their next run."""
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from pqueue.broker_schedules import ScheduleInfo
 from pqueue.cli._admin import command_parser, console, emit_json, open_client, queue_filter, rich_module
+from pqueue.cli.schedules import render as render_schedules
 from pqueue.client import Stats
 from pqueue.durations import parse_duration
 from pqueue.errors import ConfigError, InvalidRequest
@@ -16,11 +20,12 @@ def add_parser(subparsers: Any) -> None:
     parser = command_parser(
         subparsers,
         "stats",
-        help="jobs per queue and status, jobs/s, oldest pending job, live workers",
+        help="jobs per queue and status, jobs/s, oldest pending job, live workers, schedules",
         description="""
             Per queue: pending, scheduled, active, retry, dead and completed (within retention)
             jobs, jobs done per second over the last minute, and how long the oldest due job
-            has waited; then the live workers. --watch redraws it in place until Ctrl-C.
+            has waited; then the live workers and the periodic schedules with their next
+            run. --watch redraws it in place until Ctrl-C.
         """,
         examples=[
             "pqueue stats --dsn redis://127.0.0.1:6379/0",
@@ -44,14 +49,17 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--watch redraws a table; --json prints one document: choose one")
     with open_client(args) as client:
 
-        def snapshot() -> Stats:
-            stats = client.stats()
-            return stats if queue is None else stats.only(queue)
+        def snapshot() -> tuple[Stats, list[ScheduleInfo]]:
+            stats, schedules = client.stats(), client.schedules()
+            if queue is None:
+                return stats, schedules
+            return stats.only(queue), [s for s in schedules if s.queue == queue]
 
         if args.json:
-            emit_json(snapshot().to_dict())
+            stats, schedules = snapshot()
+            emit_json({**stats.to_dict(), "schedules": [s.to_dict() for s in schedules]})
         elif interval is None:
-            console().print(render(snapshot()))
+            console().print(render(*snapshot()))
         else:
             watch(snapshot, interval)
     return 0
@@ -59,18 +67,18 @@ def run(args: argparse.Namespace) -> int:
 
 def watch(snapshot: Any, interval: float) -> None:
     """Redraw the stats every ``interval`` seconds in place (rich Live) until Ctrl-C."""
-    live = rich_module("rich.live").Live(render(snapshot()), console=console(), auto_refresh=False)
+    live = rich_module("rich.live").Live(render(*snapshot()), console=console(), auto_refresh=False)
     try:
         with live:
             while True:
                 time.sleep(interval)
-                live.update(render(snapshot()), refresh=True)
+                live.update(render(*snapshot()), refresh=True)
     except KeyboardInterrupt:
         return
 
 
-def render(stats: Stats) -> Any:
-    """The queue table and the worker line, as one rich renderable."""
+def render(stats: Stats, schedules: Sequence[ScheduleInfo] = ()) -> Any:
+    """The queue table, the worker line and the schedules (if any), as one rich renderable."""
     table_cls = rich_module("rich.table").Table
     header, rows = stats.table()
     table = table_cls()
@@ -83,4 +91,5 @@ def render(stats: Stats) -> Any:
         table.caption = "no queue has held a job yet"
     workers = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in stats.workers)
     line = f"live workers: {len(stats.workers)}" + (f" - {workers}" if workers else "")
-    return rich_module("rich.console").Group(table, line)
+    parts = [table, *stats.limit_lines(), line, *([render_schedules(schedules)] if schedules else [])]
+    return rich_module("rich.console").Group(*parts)

@@ -180,7 +180,7 @@ def _job_routes(router: APIRouter, client: AsyncClient) -> None:
         return JSONResponse((await client.get_job(job_id)).to_dict())
 
     @router.delete(
-        "/jobs/{job_id}", response_model=CancelOut, summary="Cancel a job not started", tags=["jobs"]
+        "/jobs/{job_id}", response_model=CancelOut, summary="Cancel a waiting or running job", tags=["jobs"]
     )
     async def cancel(job_id: str) -> dict[str, Any]:
         return {"id": job_id, "cancelled": await client.cancel(job_id)}
@@ -222,6 +222,7 @@ def _queue_routes(router: APIRouter, client: AsyncClient) -> None:
                     "jobs": counts,
                     "oldest_pending_age": stats["oldest_pending_age"].get(name),
                     "done_per_second": stats["done_per_second"].get(name, 0.0),
+                    "paused": name in stats["paused"],
                 }
                 for name, counts in sorted(stats["queues"].items())
             ]

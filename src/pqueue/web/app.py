@@ -24,10 +24,12 @@ from pqueue.client import AsyncClient
 from pqueue.metrics import JobMetrics
 from pqueue.web import errors
 from pqueue.web.api import build_router
+from pqueue.web.control import build_control_router
 from pqueue.web.fast import FastEnqueue
 from pqueue.web.guard import Guard
 from pqueue.web.metrics import HttpMetrics, MetricsPage
 from pqueue.web.models import ErrorOut, HealthOut
+from pqueue.web.schedules import schedules_router
 from pqueue.web.settings import WebSettings
 
 STATIC = Path(__file__).parent / "static"
@@ -103,6 +105,8 @@ def create_app(
     errors.install(app)
     api = build_router(client, settings)
     app.include_router(api)
+    app.include_router(schedules_router(client))
+    app.include_router(build_control_router(client))
     _probes_and_metrics(app, client, page)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

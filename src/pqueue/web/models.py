@@ -181,14 +181,29 @@ class WorkersOut(BaseModel):
     workers: list[WorkerOut]
 
 
+class LimitOut(BaseModel):
+    """One rate/concurrency limit group (docs/limits.md)."""
+
+    queue: str
+    key: str = Field(description="The group's limit key within its queue.")
+    active: int
+    waiting: int
+    concurrency: int | None = Field(description="The most active jobs allowed; null: no such limit.")
+    rate: float | None = Field(description="Tokens per second; null: no rate limit.")
+    tokens: float | None = Field(description="Tokens in the bucket now; null without a rate.")
+
+
 class StatsOut(BaseModel):
-    """``Stats.to_dict()``: counts by queue and status, ages and rates in seconds, workers."""
+    """``Stats.to_dict()``: counts by queue and status, ages and rates in seconds, workers,
+    limit groups."""
 
     queues: dict[str, dict[str, int]]
     totals: dict[str, int]
     oldest_pending_age: dict[str, float]
     done_per_second: dict[str, float]
     workers: list[WorkerOut]
+    paused: list[str] = Field(default_factory=list, description="Paused queues.")
+    limits: list[LimitOut]
 
 
 class QueueOut(BaseModel):
@@ -196,6 +211,7 @@ class QueueOut(BaseModel):
     jobs: dict[str, int] = Field(description="Jobs per status.")
     oldest_pending_age: float | None = Field(description="Seconds the oldest due job has waited.")
     done_per_second: float = Field(description="Jobs finished per second over the last minute.")
+    paused: bool = Field(default=False, description="Workers claim nothing from it until resumed.")
 
 
 class QueuesOut(BaseModel):

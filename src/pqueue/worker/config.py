@@ -61,6 +61,8 @@ class WorkerSettings:
     """Under load, seconds a finished job may wait for others to share its ack (0: never)."""
     prefetch_window: float = 0.05
     """Hold only the jobs expected to start within this many seconds (see :mod:`.pacing`)."""
+    cancel_grace: float = 5.0
+    """Seconds a sync handler may run on after its job was cancelled before it is abandoned."""
 
     @property
     def beat_interval(self) -> float:
@@ -90,6 +92,7 @@ class WorkerSettings:
         prefetch: int | None = None,
         prefetch_window: float = 0.05,
         ack_interval: float = 0.002,
+        cancel_grace: float = 5.0,
     ) -> WorkerSettings:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
@@ -125,6 +128,7 @@ class WorkerSettings:
             prefetch=prefetch,
             prefetch_window=_positive("prefetch_window", prefetch_window),
             ack_interval=_positive("ack_interval", ack_interval, allow_zero=True),
+            cancel_grace=_positive("cancel_grace", cancel_grace, allow_zero=True),
         )
 
 

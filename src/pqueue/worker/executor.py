@@ -18,11 +18,13 @@ from datetime import datetime, timedelta
 from time import perf_counter
 from typing import Any
 
+from pqueue import cancellation
 from pqueue.broker import FullBroker, IdempotencyState
+from pqueue.broker_control import CANCEL_REASON
 from pqueue.clock import to_epoch
 from pqueue.errors import Retry, SkipRetry, UnknownJobType
 from pqueue.job import TRACEBACK_TAIL_CHARS, ErrorInfo, Job, Lease
-from pqueue.middleware import MiddlewareChain
+from pqueue.middleware import JobReport, MiddlewareChain, Outcome
 from pqueue.outcome import has_retries_left, next_retry_in
 from pqueue.router import Handler, Router
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
@@ -72,6 +74,9 @@ class Executor:
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
+        if cancellation.any_requested() and cancellation.requested(job.id):
+            await self._cancelled(lease, None, "", 0.0)  # cancelled while it waited for a slot
+            return
         handler = self.router.get(job.type)
         if handler is None:
             await self._unknown(lease)
@@ -87,21 +92,33 @@ class Executor:
             return
         timeout = job.timeout if job.timeout is not None else handler.timeout
         started = perf_counter()
-        try:
-            if handler.is_async:
-                ok, value = await self._call_async(handler, lease, timeout)
-            else:
-                ok, value = await self._call_sync(handler, lease, timeout)
-        finally:
-            self.in_handler.pop(job.id, None)
+        ok, value = await self._call(handler, lease, timeout)
         duration = perf_counter() - started
+        if cancellation.any_requested() and cancellation.requested(job.id):
+            await self._cancelled(lease, key, owner, duration)
+            return
         if ok:
-            await self._end_key(lease, key, owner, done=True)
-            self.settler.complete(lease, self._encode(job, value), duration)
+            if key is not None:  # no coroutine to make and await for the usual keyless job
+                await self._end_key(lease, key, owner, done=True)
+            self.settler.complete(lease, None if value is None else self._encode(job, value), duration)
         else:
             await self._failed(lease, handler, value, duration=duration, key=key, owner=owner)
 
     # -- calling handlers -------------------------------------------------------------
+
+    async def _call(self, handler: Handler, lease: Lease, timeout: float | None) -> Attempt:
+        job = lease.job
+        try:
+            if handler.is_async:
+                return await self._call_async(handler, lease, timeout)
+            return await self._call_sync(handler, lease, timeout)
+        except asyncio.CancelledError:
+            if not cancellation.requested(job.id):
+                raise  # the drain cancelled it (past the shutdown timeout)
+            _uncancel()  # the job was cancelled while running (pqueue.worker.cancels)
+            return False, None
+        finally:
+            self.in_handler.pop(job.id, None)
 
     async def _call_async(self, handler: Handler, lease: Lease, timeout: float | None) -> Attempt:
         job = lease.job
@@ -181,6 +198,13 @@ class Executor:
         await self._end_key(lease, key, owner, done=False)
         await self.settler.fail(lease, error, error_info(error), retry_in, duration)
 
+    async def _cancelled(self, lease: Lease, key: str | None, owner: str, duration: float) -> None:
+        """Report a run cut short by a cancel; the broker made the job ``cancelled`` already,
+        so nothing is settled there (an ack or fail would be refused anyway)."""
+        await self._end_key(lease, key, owner, done=False)
+        self.book.remove([lease])
+        self.settler.report(JobReport(lease.job, Outcome.CANCELLED, duration, None, None, CANCEL_REASON))
+
     async def _retry_after(self, request: Retry, handler: Handler, job: Job) -> float:
         """Seconds until the time a handler asked for with ``Retry(after=...)``."""
         after = request.after
@@ -255,6 +279,13 @@ def _cancelled(exc: asyncio.CancelledError) -> Attempt:
     if task is not None and task.cancelling():
         raise exc  # the worker cancelled it (drain past its timeout): not the job's failure
     return False, exc  # the handler's own (e.g. a cancelled future it awaited)
+
+
+def _uncancel() -> None:
+    """Take back the cancel request of this task: the job's cancel is handled, the task goes on."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 def _timeout(timeout: float | None, cause: BaseException | None) -> JobTimeout:

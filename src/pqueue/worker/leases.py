@@ -86,6 +86,11 @@ class LeaseBook:
                     lost.append(lease)
         return lost
 
+    def holds(self, job_id: str) -> bool:
+        """Whether a lease of this job is held (running, waiting for a slot, or settling)."""
+        with self._lock:
+            return job_id in self._leases
+
     def is_lost(self, lease: Lease) -> bool:
         with self._lock:
             return lease.job.id in self._lost

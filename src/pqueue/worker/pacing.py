@@ -32,6 +32,11 @@ class Pacer:
         self.extra = 0
         """Jobs to hold beyond the running ones: those a slot should free up for in time."""
 
+    @property
+    def average(self) -> float:
+        """The moving average of job durations in seconds (infinite until one job finished)."""
+        return self._average
+
     def observe(self, seconds: float) -> None:
         """Note how long one job took (handler and settling, as the slot saw it)."""
         if self._average == math.inf:

@@ -1,11 +1,12 @@
 """Settling deliveries: batched acks, fails and releases, and reporting each outcome.
 
 Acks are batched: a finished job waits in a buffer while the previous ack round trip
-is in flight, then all buffered jobs are acked in one call; under load (the previous
-ack carried ``busy_batch`` jobs or more) the acker first lingers up to ``ack_interval``
-(at most as long as the last ack took) so that more jobs share the call. A job counts
-as completed only once its ack is durable; a crash between the handler's return and
-the ack makes the job run again (a repeat), never disappear (a loss).
+is in flight, then all buffered jobs are acked in one call. While other jobs of the
+worker are still running (``more_coming``), the acker first waits up to ``ack_interval``
+for ``busy_batch`` jobs to share the call (ADR 0125); else, under load (the previous ack
+carried ``busy_batch`` jobs or more), it lingers at most as long as the last ack took.
+A job counts as completed only once its ack is durable; a crash between the handler's
+return and the ack makes the job run again (a repeat), never disappear (a loss).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Settler:
         ack_interval: float = 0.0,
         busy_batch: int = 1,
         patience: float = 30.0,
+        more_coming: Callable[[], bool] = lambda: False,
     ) -> None:
         self.broker = broker
         self.patience = patience
@@ -94,8 +96,11 @@ class Settler:
         """Under load, how long a finished job may wait for others to share its ack."""
         self.busy_batch = busy_batch
         """An ack of at least this many jobs means load: the next one lingers."""
+        self.more_coming = more_coming
+        """True while the worker runs other jobs, whose acks could share the next call."""
         self._last_batch = 0
         self._last_ack_seconds = 0.0
+        self._filled: asyncio.Future[None] | None = None  # resolved once busy_batch acks wait
         self.on_acked = on_acked
         self.book = book
         self.middleware = middleware
@@ -124,9 +129,20 @@ class Settler:
 
     def complete(self, lease: Lease, result_json: str | None, duration: float) -> None:
         """Queue an ack for a job whose handler returned."""
-        self._pending.append(_Done(lease, result_json, duration, Outcome.COMPLETED))
+        pending = self._pending
+        pending.append(_Done(lease, result_json, duration, Outcome.COMPLETED))
         self._idle.clear()
         self._wake.set()
+        filled = self._filled
+        if filled is not None and len(pending) >= self.busy_batch and not filled.done():
+            filled.set_result(None)
+
+    def nudge(self) -> None:
+        """No more jobs are on their way (``more_coming`` turned false): the acker need not
+        wait for company any longer."""
+        filled = self._filled
+        if filled is not None and not filled.done():
+            filled.set_result(None)
 
     def duplicate(self, lease: Lease) -> None:
         """Queue an ack for a job whose idempotency key already succeeded (it did not run)."""
@@ -145,7 +161,9 @@ class Settler:
             log.exception("could not record the failure of job %s; its lease will expire", lease.job.id)
             ok = False
         self.book.remove([lease])
-        outcome = (Outcome.RETRY if retry_in is not None else Outcome.DEAD) if ok else Outcome.LOST
+        outcome = (
+            (Outcome.RETRY if retry_in is not None else Outcome.DEAD) if ok else await self._refused(lease)
+        )
         self.report(JobReport(lease.job, outcome, duration, error, retry_in if ok else None))
 
     async def release(
@@ -185,10 +203,8 @@ class Settler:
             await self._wake.wait()
             self._wake.clear()
             while self._pending:
-                if self.ack_interval and self._last_batch >= self.busy_batch:
-                    # Under load, let more jobs share this ack -- at most as long as the last
-                    # ack took (cheap acks, e.g. in memory, are not worth waiting for).
-                    await asyncio.sleep(min(self.ack_interval, self._last_ack_seconds))
+                if self.ack_interval:
+                    await self._gather()
                 batch, self._pending = self._pending, []
                 self._last_batch = self._in_flight = len(batch)
                 started = time.perf_counter()
@@ -199,6 +215,24 @@ class Settler:
                     self._in_flight = 0
                     self.on_acked()  # the backlog shrank: a claim loop held back by it may go on
             self._idle.set()
+
+    async def _gather(self) -> None:
+        """Let more finished jobs share the next ack, when more are on their way."""
+        if len(self._pending) < self.busy_batch and self.more_coming():
+            # Jobs still run: wait for a full batch, at most ack_interval. Without this,
+            # handlers that await I/O finish one by one and every ack carried 1-2 jobs.
+            loop = asyncio.get_running_loop()
+            self._filled = filled = loop.create_future()
+            timer = loop.call_later(self.ack_interval, _resolve, filled)
+            try:
+                await filled
+            finally:
+                timer.cancel()
+                self._filled = None
+        elif self._last_batch >= self.busy_batch:
+            # Under load, let more jobs share this ack -- at most as long as the last
+            # ack took (cheap acks, e.g. in memory, are not worth waiting for).
+            await asyncio.sleep(min(self.ack_interval, self._last_ack_seconds))
 
     async def _ack(self, batch: list[_Done]) -> None:
         leases = [done.lease for done in batch]
@@ -215,9 +249,19 @@ class Settler:
             oks = [ok or await self._landed_before(lease) for lease, ok in zip(leases, oks, strict=True)]
         self.book.remove(leases)
         for done, ok in zip(batch, oks, strict=True):
-            if not ok:
+            outcome = done.outcome if ok else await self._refused(done.lease)
+            if outcome is Outcome.LOST:
                 log.warning("job %s finished but its lease was lost; it may run again", done.lease.job.id)
-            self.report(JobReport(done.lease.job, done.outcome if ok else Outcome.LOST, done.duration))
+            self.report(JobReport(done.lease.job, outcome, done.duration))
+
+    async def _refused(self, lease: Lease) -> Outcome:
+        """The outcome of a refused settlement: CANCELLED when the job was cancelled while
+        running (its lease revoked, ADR 0106), else LOST."""
+        try:
+            job = await self.broker.get_job(lease.job.id)
+        except Exception:  # noqa: BLE001 - cannot tell: the lease is lost
+            return Outcome.LOST
+        return Outcome.CANCELLED if job.status == JobStatus.CANCELLED else Outcome.LOST
 
     async def _landed_before(self, lease: Lease) -> bool:
         """Whether a refused ack was refused because an earlier send of it had landed.
@@ -268,3 +312,8 @@ class Settler:
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         self._task = None
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pqueue.broker import FullBroker, RecoveryReport, WorkerInfo
@@ -21,10 +21,13 @@ from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.errors import BrokerUnavailable
 from pqueue.job import Lease
+from pqueue.periodic import Schedule
+from pqueue.worker.cancels import CancelListener
 from pqueue.worker.config import WorkerSettings
 from pqueue.worker.heartbeat import Heartbeat
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.maintenance import Maintenance
+from pqueue.worker.schedules import Scheduler
 from pqueue.worker.settle import OUTAGE_RETRY
 
 log = logging.getLogger("pqueue.worker")
@@ -45,6 +48,8 @@ class Sidecar:
         on_work: Callable[[], None] = lambda: None,
         on_lost: Callable[[list[Lease]], None] = lambda leases: None,
         on_recovered: Callable[[RecoveryReport], None] = lambda report: None,
+        schedules: Sequence[Schedule] = (),
+        on_cancel: Callable[[list[str]], None] = lambda job_ids: None,
     ) -> None:
         self._dsn = dsn
         self._clock = clock
@@ -55,6 +60,8 @@ class Sidecar:
         self._on_work = on_work
         self._on_lost = on_lost
         self._on_recovered = on_recovered
+        self._schedules = tuple(schedules)
+        self._on_cancel = on_cancel
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -96,12 +103,19 @@ class Sidecar:
         await broker.open()
         try:
             heartbeat = Heartbeat(
-                broker, self._book, self._info, lease=self._settings.lease, on_lost=self._on_lost
+                broker,
+                self._book,
+                self._info,
+                lease=self._settings.lease,
+                on_lost=self._on_lost,
+                on_cancel=self._on_cancel,
             )
             self.heartbeat = heartbeat
             await heartbeat.beat()
+            listener = CancelListener(broker, self._on_cancel, self._stop)
+            await listener.subscribe()  # before the worker claims: no cancel of its jobs is missed
             self._ready.set()
-            await self._run_loops(broker, heartbeat)
+            await self._run_loops(broker, heartbeat, listener)
             try:
                 await heartbeat.goodbye()
             except Exception:  # noqa: BLE001 - its registration expires by itself
@@ -109,17 +123,21 @@ class Sidecar:
         finally:
             await broker.close()
 
-    async def _run_loops(self, broker: FullBroker, heartbeat: Heartbeat) -> None:
+    async def _run_loops(self, broker: FullBroker, heartbeat: Heartbeat, listener: CancelListener) -> None:
         assert self._stop is not None
         s = self._settings
-        loops = [self._every(s.beat_interval, heartbeat.beat, "heartbeat")]
+        loops = [self._every(s.beat_interval, heartbeat.beat, "heartbeat"), listener.run()]
         if s.maintenance:
-            jobs = Maintenance(broker, on_work=self._on_work, on_recovered=self._on_recovered)
+            jobs = Maintenance(
+                broker, on_work=self._on_work, on_recovered=self._on_recovered, stop=self._stop
+            )
             loops += [
                 self._every(s.promote_interval, jobs.promote, "promote"),
                 self._every(s.recover_interval, jobs.recover, "recover"),
                 self._every(s.prune_interval, jobs.prune, "prune"),
             ]
+        if self._schedules:  # periodic jobs (pqueue.worker.schedules); no loop without any
+            loops.append(Scheduler(broker, self._schedules).run(self._stop))
         # The loops end by themselves once stop is set: a broker call in flight is never
         # cancelled (some drivers swallow a cancellation that lands mid-command).
         await asyncio.gather(*loops)

@@ -109,8 +109,8 @@ class HandlerThreads:
         self._queue.put(call)
         return call
 
-    def interrupt(self, call: ThreadCall) -> str:
-        """Raise :class:`JobTimeout` in the thread running ``call`` (once).
+    def interrupt(self, call: ThreadCall, error: type[JobTimeout] = JobTimeout) -> str:
+        """Raise ``error`` (:class:`JobTimeout` or a subclass) in the thread running ``call`` (once).
 
         Returns the thread's stack at that moment ("" when the call is not running);
         a call still queued is dropped instead.
@@ -124,7 +124,7 @@ class HandlerThreads:
             frame = sys._current_frames().get(call.ident)
             stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
             call.interrupted = True
-            _set_async_exc(ctypes.c_ulong(call.ident), ctypes.py_object(JobTimeout))
+            _set_async_exc(ctypes.c_ulong(call.ident), ctypes.py_object(error))
             return stack
 
     def shutdown(self) -> None:

@@ -14,7 +14,19 @@ from pqueue.cli import main
 from pqueue.errors import SchemaError
 from pqueue.spec import build_spec
 
-TABLES = {"jobs", "queues", "unique_keys", "idempotency_keys", "workers", "parked", "migrations"}
+TABLES = {
+    "jobs",
+    "queues",
+    "unique_keys",
+    "idempotency_keys",
+    "workers",
+    "parked",
+    "paused_queues",
+    "schedules",
+    "job_deps",
+    "limit_groups",
+    "migrations",
+}
 
 
 def _tables(pg_url: str, schema: str) -> set[str]:
@@ -128,7 +140,18 @@ async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_job
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to 0001, as released
         schema = sql.Identifier(schema_name)
         conn.execute(sql.SQL("DROP TABLE {}.parked").format(schema))
+        conn.execute(sql.SQL("DROP TABLE {}.paused_queues").format(schema))  # 0004
         conn.execute(sql.SQL("DROP FUNCTION {}.unpark, {}.hand_off").format(schema, schema))
+        conn.execute(sql.SQL("DROP TABLE {}.schedules").format(schema))  # 0003
+        conn.execute(sql.SQL("DROP TABLE {}.job_deps").format(schema))  # and 0005
+        conn.execute(sql.SQL("DROP FUNCTION {}.job_finished").format(schema))
+        conn.execute(
+            sql.SQL(
+                "ALTER TABLE {}.jobs DROP COLUMN depends_on, DROP COLUMN parent_results, "
+                "DROP COLUMN on_parent_failure, DROP COLUMN parents_left, DROP COLUMN has_children, "
+                "DROP COLUMN watched"
+            ).format(schema)
+        )
         conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version > 1").format(schema))
     broker = PostgresBroker.from_url(migrated_dsn)
     with pytest.raises(SchemaError, match="pqueue migrate"):

@@ -12,10 +12,13 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from pqueue.broker import Claimer, WorkerInfo
+from pqueue.brokers.redis import calls
+from pqueue.brokers.redis.broker import RedisBroker
 from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.clock import ManualClock
 from pqueue.errors import BrokerError, CorruptJob, SchemaError
 from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
+from pqueue.limits import Limit
 from pqueue.spec import build_spec
 from tests.conftest import service_url
 from tests.integration.redis.conftest import OpenRedis
@@ -65,11 +68,37 @@ async def _exercise_every_state(open_redis: OpenRedis) -> None:
     assert await broker.cancel(waiting.job.id)
     await broker.idempotency_begin("charge:1", leases[4].job.id, ttl=30)
     await broker.register_worker(WorkerInfo("w1", "box", 1, ("default",), 4, 0.0), ttl=30)
+    await broker.pause("held")  # the paused index and the queue's flag
     parked = asyncio.create_task(broker.wait_for_jobs(["idle"], timeout=30, claimer=Claimer("w", 1, 30)))
     await asyncio.sleep(0.2)  # parked on the idle queue for the next 30 s
     parked.cancel()
+    await _exercise_dependencies(broker)
     counts = (await broker.counts())["default"]
     assert all(counts[s] >= 1 for s in JobStatus), counts
+    # a limit group's lane (ADR 0110): waiting, delayed, running and retrying jobs
+    limit = Limit("acme", rate=1000.0, burst=100.0, concurrency=5)
+    await broker.enqueue([build_spec("t", i, queue="limited", limit=limit) for i in range(4)])
+    await broker.enqueue([build_spec("t", "later", queue="limited", delay=3600, limit=limit)])
+    running = await broker.claim(["limited"], worker_id="w", limit=2, lease_for=30)
+    assert [lease.job.limit_key for lease in running] == ["acme", "acme"]
+    assert await broker.fail(running[0], ErrorInfo("E", "retry me"), retry_in=600)
+
+
+async def _exercise_dependencies(broker: RedisBroker) -> None:
+    """A waiting job with one parent completed (its result copied in) and one not, and a
+    `settled` record as a crash between the two steps of a release leaves it (ADR 0116)."""
+    first, other = build_spec("t", 1, queue="flows"), build_spec("t", 2, queue="flows", delay=3600)
+    child = build_spec("t", 3, depends_on=[first.id, other.id])
+    late = build_spec("t", 4, queue="flows")
+    await broker.enqueue_flow([first, other, child, late, build_spec("t", 5, depends_on=[late.id])])
+    leases = await broker.claim(["flows"], worker_id="w", limit=2, lease_for=30)
+    assert [lease.job.id for lease in leases] == [first.id, late.id]
+    assert await broker.ack(leases[:1], ['"one"']) == [True]
+    call = calls.ack(broker.queue("flows"), broker.now_arg(), 0, leases[1:], [None], results_channel="r")
+    assert await broker.run(call) == [2]  # completed, its dependant not told yet
+    watcher = asyncio.create_task(broker.wait_finished(other.id, 30))
+    await asyncio.sleep(0.2)  # other is now watched
+    watcher.cancel()
 
 
 @pytest.mark.asyncio
@@ -87,7 +116,7 @@ async def test_key_layout_matches_docs(open_redis: OpenRedis, shared_prefix: str
             assert kind == documented[matches[0]][1], f"{key!r} is a {kind}, documented as {matches[0]}"
             seen.add(matches[0])
             if matches[0].endswith(":job:<id>"):
-                fields = set(await client.hkeys(key))
+                fields = {f.partition(":")[0] for f in await client.hkeys(key)}  # presult:<id> -> presult
                 assert fields <= documented_fields(), f"undocumented fields {fields - documented_fields()}"
     finally:
         await client.aclose()

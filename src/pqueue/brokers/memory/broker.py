@@ -28,11 +28,16 @@ from pqueue.broker import (
     admin_filter,
     page_request,
 )
+from pqueue.broker_control import CANCEL_REASON, cancel_reason, control_queue
+from pqueue.broker_flows import wait_delay
 from pqueue.brokers import refuse_unknown_options, split_dsn
+from pqueue.brokers.memory.cancels import CancelInbox
+from pqueue.brokers.memory.schedules import MemorySchedules
 from pqueue.brokers.memory.store import MemoryStore
 from pqueue.clock import Clock, SystemClock
 from pqueue.errors import ConfigError
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.limits import LimitState
 
 DEFAULT_RETENTION = 24 * 3600.0
 """Seconds completed and cancelled jobs are kept before :meth:`prune` removes them."""
@@ -62,7 +67,7 @@ def drop_store(name: str) -> None:
         _stores.pop(name, None)
 
 
-class MemoryBroker:
+class MemoryBroker(MemorySchedules):
     """In-process broker over a named :class:`MemoryStore`."""
 
     capabilities = frozenset({Capability.WAKEUP})
@@ -75,6 +80,7 @@ class MemoryBroker:
         self.name = name
         self._store = _store_for(name, clock, retention)
         self._waiters = self._store.waiters
+        self._inbox: CancelInbox | None = None
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> MemoryBroker:
@@ -104,7 +110,9 @@ class MemoryBroker:
         return None
 
     async def close(self) -> None:
-        return None
+        inbox, self._inbox = self._inbox, None
+        if inbox is not None:
+            self._store.cancels.remove(inbox)
 
     async def __aenter__(self) -> MemoryBroker:
         await self.open()
@@ -160,6 +168,9 @@ class MemoryBroker:
         self, queues: Sequence[str], timeout: float, *, claimer: Claimer | None = None
     ) -> bool:
         del claimer  # no hand-off here: the claim that follows the wake-up takes the job
+        token_at = self._store.next_token_at(queues)
+        if token_at is not None:  # a rate-limited group gets its next token then (ADR 0110)
+            timeout = min(timeout, max(0.0, token_at - self._store.clock.now()))
         if self._store.has_due(queues):
             return True
         event = asyncio.Event()
@@ -235,13 +246,59 @@ class MemoryBroker:
     async def list_workers(self) -> list[WorkerInfo]:
         return self._store.list_workers()
 
+    async def limit_groups(self) -> list[LimitState]:
+        return self._store.limit_groups()
+
     async def check_health(self) -> str:
         return f"memory store {self.name!r}"
 
     async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
         return self._store.activity(window)
 
+    # -- dependencies and result waiting (pqueue.broker_flows) ------------------------
+
+    async def enqueue_flow(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        results, woken = self._store.enqueue_flow(specs)
+        self._waiters.wake(woken)
+        return results
+
+    async def wait_finished(self, job_id: str, timeout: float) -> Job | None:
+        event = asyncio.Event()
+        job = self._store.watch(job_id, asyncio.get_running_loop(), event)
+        if job is not None:
+            return job
+        try:
+            async with asyncio.timeout(wait_delay(timeout)):
+                await event.wait()
+        except TimeoutError:
+            return None
+        finally:
+            self._store.unwatch(job_id, event)
+        return self._store.get_job(job_id)
+
     async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
         jobs = self._store.scan(scan)
         for start in range(0, len(jobs), scan.page_size):
             yield jobs[start : start + scan.page_size]
+
+    # -- control -----------------------------------------------------------------------
+
+    async def pause(self, queue: str) -> bool:
+        return self._store.pause(control_queue(queue))
+
+    async def resume(self, queue: str) -> bool:
+        resumed = self._store.resume(control_queue(queue))
+        self._waiters.wake({queue})
+        return resumed
+
+    async def paused_queues(self) -> list[str]:
+        return self._store.paused_queues()
+
+    async def cancel_active(self, job_id: str, *, reason: str = CANCEL_REASON) -> bool:
+        return self._store.cancel_active(job_id, cancel_reason(reason))
+
+    async def wait_for_cancels(self, timeout: float) -> list[str]:
+        if self._inbox is None:
+            self._inbox = CancelInbox(asyncio.get_running_loop())
+            self._store.cancels.add(self._inbox)
+        return await self._inbox.take(timeout)

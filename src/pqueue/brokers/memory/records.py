@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from pqueue.clock import to_datetime
 from pqueue.job import ErrorInfo, Job, JobSpec, JobStatus
+from pqueue.limits import Limit
 
 
 @dataclass(slots=True)
@@ -36,6 +38,12 @@ class Record:
     token: str | None = None
     lease_expires_at: float = 0.0
     worker_id: str | None = None
+    depends_on: tuple[str, ...] = ()
+    on_parent_failure: str = "cancel"
+    unfinished: set[str] | None = None  # parents not yet settled, while waiting
+    children: list[str] | None = None  # dependants to settle when this job finishes
+    parent_results: dict[str, str | None] | None = None  # parent id -> result JSON
+    limit: Limit | None = None
 
     @classmethod
     def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
@@ -55,6 +63,9 @@ class Record:
             idempotency_key=spec.idempotency_key,
             meta=dict(spec.meta),
             order=order,
+            depends_on=spec.depends_on,
+            on_parent_failure=spec.on_parent_failure,
+            limit=spec.limit,
         )
 
     def to_job(self) -> Job:
@@ -79,4 +90,19 @@ class Record:
             errors=self.errors,
             result=None if self.result_json is None else json.loads(self.result_json),
             meta=dict(self.meta),
+            depends_on=self.depends_on,
+            parent_results=_results(self.depends_on, self.parent_results),
+            limit_key=None if self.limit is None else self.limit.key,
         )
+
+
+def _results(order: tuple[str, ...], results: dict[str, str | None] | None) -> dict[str, Any]:
+    """Parent results decoded, in ``depends_on`` order."""
+    if not results:
+        return {}
+    decoded: dict[str, Any] = {}
+    for parent in order:
+        if parent in results:
+            text = results[parent]
+            decoded[parent] = None if text is None else json.loads(text)
+    return decoded

@@ -8,6 +8,7 @@ cancel and retry never search the heap.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import threading
@@ -24,11 +25,16 @@ from pqueue.broker import (
     WorkerInfo,
     in_slice,
 )
+from pqueue.broker_control import CANCEL_KIND
+from pqueue.broker_flows import parent_failed, plan_flow, topological
+from pqueue.brokers.memory.cancels import CancelInboxes
+from pqueue.brokers.memory.limited import LimitGroups
 from pqueue.brokers.memory.records import Record
 from pqueue.brokers.memory.waiters import Waiters
 from pqueue.clock import Clock
 from pqueue.errors import JobNotFound
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease, append_error
+from pqueue.limits import LimitState
 
 _Entry = tuple[float, int, str]  # (run_at, order, job id)
 
@@ -41,6 +47,8 @@ class MemoryStore:
         self.retention = retention
         self.lock = threading.Lock()
         self.waiters = Waiters()
+        self.cancels = CancelInboxes()
+        self._paused: set[str] = set()
         self._jobs: dict[str, Record] = {}
         self._lines: dict[str, list[_Entry]] = {}
         self._delayed: list[_Entry] = []
@@ -50,8 +58,11 @@ class MemoryStore:
         self._workers: dict[str, tuple[WorkerInfo, float]] = {}
         self._finished: deque[tuple[float, str]] = deque()
         self._counts: dict[str, Counter[JobStatus]] = {}
+        self._limited = LimitGroups()
         self._order = itertools.count(1)
         self._tokens = itertools.count(1)
+        self._watchers: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._settling: deque[Record] = deque()  # finished parents whose children are not told yet
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -59,12 +70,17 @@ class MemoryStore:
         counts = self._counts.setdefault(rec.queue, Counter())
         counts[rec.status] -= 1
         counts[status] += 1
+        if rec.limit is not None:
+            self._limited.status_changed(rec, rec.status, status)
         rec.status = status
 
     def _line_up(self, rec: Record) -> None:
         """Put a waiting job in its queue's line (scheduled/retry ones also in the relabel heap)."""
         entry = (rec.run_at, rec.order, rec.id)
-        heapq.heappush(self._lines.setdefault(rec.queue, []), entry)
+        if rec.limit is not None:
+            self._limited.line_up(rec, entry)
+        else:
+            heapq.heappush(self._lines.setdefault(rec.queue, []), entry)
         if rec.status is not JobStatus.PENDING:
             heapq.heappush(self._delayed, entry)
 
@@ -95,6 +111,117 @@ class MemoryStore:
         self._set_status(rec, status)
         if status is not JobStatus.DEAD:
             self._finished.append((now, rec.id))
+        if rec.children is not None or rec.id in self._watchers:
+            self._after_finish(rec, now)
+
+    # -- dependencies and result waiters (ADR 0115) --------------------------------
+
+    def _after_finish(self, rec: Record, now: float) -> None:
+        """Wake ``result()`` waiters of ``rec``; settle its children (iteratively, so a long
+        chain of cancellations cannot exhaust the stack)."""
+        for loop, event in self._watchers.pop(rec.id, ()):
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(event.set)
+        if rec.children is None:
+            return
+        self._settling.append(rec)
+        if len(self._settling) > 1:
+            return  # an outer call is draining the queue
+        while self._settling:
+            parent = self._settling[0]
+            for child_id in parent.children or ():
+                child = self._jobs.get(child_id)
+                if child is not None:
+                    self._settle_edge(parent, child, now)
+            self._settling.popleft()
+
+    def _settle_edge(self, parent: Record, child: Record, now: float) -> None:
+        """Tell ``child`` that ``parent`` finished; a repeat does nothing."""
+        if (
+            child.status is not JobStatus.WAITING
+            or child.unfinished is None
+            or parent.id not in child.unfinished
+        ):
+            return
+        child.unfinished.discard(parent.id)
+        if parent.status is JobStatus.COMPLETED:
+            if child.parent_results is None:
+                child.parent_results = {}
+            child.parent_results[parent.id] = parent.result_json
+        elif child.on_parent_failure == "cancel":
+            child.unfinished = None
+            error = parent_failed(parent.id, parent.status.value)
+            child.errors = append_error(child.errors, replace(error, attempt=child.attempt, at=now))
+            self._finish(child, JobStatus.CANCELLED, now)
+            return
+        if child.unfinished:
+            return
+        child.unfinished = None
+        child.run_at = max(child.run_at, now)
+        child.order = next(self._order)
+        due = child.run_at <= now
+        self._set_status(child, JobStatus.PENDING if due else JobStatus.SCHEDULED)
+        self._line_up(child)
+        if due:
+            self.waiters.wake({child.queue})
+
+    def enqueue_flow(self, specs: Sequence[JobSpec]) -> tuple[list[EnqueueResult], set[str]]:
+        """Store a batch with dependencies, all or nothing (see ``FlowBroker.enqueue_flow``)."""
+        plan = plan_flow(specs)
+        now = self.clock.now()
+        woken: set[str] = set()
+        results: dict[str, EnqueueResult] = {}
+        with self.lock:
+            missing = [p for p in plan.external if p not in self._jobs]
+            if missing:
+                raise JobNotFound(f"depends_on names no job with id {missing[0]!r}; nothing was stored")
+            created: list[Record] = []
+            for spec in topological(specs):
+                if spec.id in self._jobs:
+                    results[spec.id] = EnqueueResult(spec.id, False)
+                    continue
+                rec = Record.from_spec(spec, now=now, order=next(self._order))
+                if spec.depends_on:
+                    rec.status = JobStatus.WAITING
+                    rec.unfinished = set(spec.depends_on)
+                    for parent in spec.depends_on:
+                        holder = self._jobs[parent]
+                        if holder.children is None:
+                            holder.children = []
+                        holder.children.append(rec.id)
+                self._jobs[rec.id] = rec
+                self._counts.setdefault(rec.queue, Counter())[rec.status] += 1
+                if not spec.depends_on:
+                    self._line_up(rec)
+                    if rec.status is JobStatus.PENDING:
+                        woken.add(rec.queue)
+                created.append(rec)
+                results[spec.id] = EnqueueResult(spec.id, True)
+            for new in created:
+                for parent_id in new.depends_on:
+                    holder = self._jobs[parent_id]
+                    if holder.status.is_final:
+                        self._settle_edge(holder, new, now)
+        return [results[spec.id] for spec in specs], woken
+
+    def watch(self, job_id: str, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> Job | None:
+        """The job if it is finished; else ``event`` is set (on ``loop``) when it finishes."""
+        with self.lock:
+            rec = self._jobs.get(job_id)
+            if rec is None:
+                raise JobNotFound(f"no job with id {job_id!r}")
+            if rec.status.is_final:
+                return rec.to_job()
+            self._watchers.setdefault(job_id, []).append((loop, event))
+            return None
+
+    def unwatch(self, job_id: str, event: asyncio.Event) -> None:
+        with self.lock:
+            left = [w for w in self._watchers.get(job_id, ()) if w[1] is not event]
+            if left:
+                self._watchers[job_id] = left
+            else:
+                self._watchers.pop(job_id, None)
 
     def _delete(self, rec: Record) -> None:
         del self._jobs[rec.id]
@@ -139,23 +266,43 @@ class MemoryStore:
         with self.lock:
             self._promote_due(now)
             for queue in queues:
+                if queue in self._paused:
+                    continue
                 line = self._lines.get(queue)
                 while line and len(leases) < limit and line[0][0] <= now:
                     run_at, order, job_id = heapq.heappop(line)
-                    rec = self._jobs.get(job_id)
-                    if rec is None or rec.order != order or rec.run_at != run_at or not rec.status.is_waiting:
+                    rec = self._live((run_at, order, job_id))
+                    if rec is None:
                         continue  # stale entry: cancelled, purged or re-lined since
-                    rec.attempt += 1
-                    rec.started_at = now
-                    rec.token = str(next(self._tokens))
-                    rec.lease_expires_at = now + lease_for
-                    rec.worker_id = worker_id
-                    self._set_status(rec, JobStatus.ACTIVE)
-                    self._active[rec.id] = rec
-                    leases.append(Lease(rec.to_job(), rec.token, rec.lease_expires_at))
+                    leases.append(self._lease(rec, now, worker_id, lease_for))
+                if len(leases) < limit:  # limited groups fill what is left (ADR 0110)
+                    self._limited.admit(
+                        queue,
+                        now,
+                        limit - len(leases),
+                        self._live,
+                        lambda rec: leases.append(self._lease(rec, now, worker_id, lease_for)),
+                    )
                 if len(leases) >= limit:
                     break
         return leases
+
+    def _live(self, entry: _Entry) -> Record | None:
+        """The record a line entry stands for, if it still waits there (else a stale entry)."""
+        rec = self._jobs.get(entry[2])
+        if rec is None or rec.order != entry[1] or rec.run_at != entry[0] or not rec.status.is_waiting:
+            return None
+        return rec
+
+    def _lease(self, rec: Record, now: float, worker_id: str, lease_for: float) -> Lease:
+        rec.attempt += 1
+        rec.started_at = now
+        rec.token = str(next(self._tokens))
+        rec.lease_expires_at = now + lease_for
+        rec.worker_id = worker_id
+        self._set_status(rec, JobStatus.ACTIVE)
+        self._active[rec.id] = rec
+        return Lease(rec.to_job(), rec.token, rec.lease_expires_at)
 
     def ack(self, leases: Sequence[Lease], results_json: Sequence[str | None] | None) -> list[bool]:
         now = self.clock.now()
@@ -261,9 +408,28 @@ class MemoryStore:
         with self.lock:
             for queue in queues:
                 line = self._lines.get(queue)
-                if line and line[0][0] <= now:
+                if line and line[0][0] <= now and queue not in self._paused:
                     return True
-        return False
+            return self._limited.ready(queues, now, self._live)
+
+    def next_token_at(self, queues: Iterable[str]) -> float | None:
+        """When a rate-limited group of ``queues`` with a due job next gets a token."""
+        now = self.clock.now()
+        with self.lock:
+            self._promote_due(now)
+            return self._limited.next_token_at(queues, now, self._live)
+
+    def limit_groups(self) -> list[LimitState]:
+        """Every limit group: active jobs, waiting jobs, limits and tokens."""
+        now = self.clock.now()
+        with self.lock:
+            self._promote_due(now)
+            waiting = Counter(
+                (r.queue, r.limit.key)
+                for r in self._jobs.values()
+                if r.limit is not None and r.status.is_waiting
+            )
+            return self._limited.states(now, lambda queue, key: waiting[(queue, key)])
 
     # -- idempotency keys --------------------------------------------------------
 
@@ -340,8 +506,9 @@ class MemoryStore:
             rec = self._jobs.get(job_id)
             if rec is None:
                 raise JobNotFound(f"no job with id {job_id!r}")
-            if not rec.status.is_waiting:
+            if not rec.status.is_waiting and rec.status is not JobStatus.WAITING:
                 return False
+            rec.unfinished = None
             self._finish(rec, JobStatus.CANCELLED, now)
             return True
 
@@ -429,3 +596,38 @@ class MemoryStore:
                     done[rec.queue] += 1
         ages = {queue: now - run_at for queue, run_at in sorted(oldest.items())}
         return QueueActivity(ages, done, window)
+
+    # -- control: paused queues, cancel of running jobs ---------------------------------
+
+    def pause(self, queue: str) -> bool:
+        with self.lock:
+            if queue in self._paused:
+                return False
+            self._paused.add(queue)
+            return True
+
+    def resume(self, queue: str) -> bool:
+        with self.lock:
+            if queue not in self._paused:
+                return False
+            self._paused.discard(queue)
+            return True
+
+    def paused_queues(self) -> list[str]:
+        with self.lock:
+            return sorted(self._paused)
+
+    def cancel_active(self, job_id: str, reason: str) -> bool:
+        """Active -> cancelled now, the lease revoked and ``reason`` in the error history."""
+        now = self.clock.now()
+        with self.lock:
+            rec = self._jobs.get(job_id)
+            if rec is None:
+                raise JobNotFound(f"no job with id {job_id!r}")
+            if rec.status is not JobStatus.ACTIVE:
+                return False
+            note = ErrorInfo(CANCEL_KIND, reason, attempt=rec.attempt, at=now)
+            rec.errors = append_error(rec.errors, note)
+            self._finish(rec, JobStatus.CANCELLED, now)
+        self.cancels.publish(job_id)
+        return True

@@ -17,11 +17,13 @@ from pqueue.broker import (
     page_request,
 )
 from pqueue.brokers.postgres.codec import JOB_COLUMNS, row_to_job, row_to_worker
-from pqueue.brokers.postgres.core import BrokerCore
+from pqueue.brokers.postgres.core import BrokerCore, Rows, Statement
 from pqueue.brokers.postgres.sql import latest_version
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import Job, JobStatus, unreadable_job
+from pqueue.limits import LimitState
+from pqueue.steps import Steps
 
 
 def _listed(row: Sequence[object], status: JobStatus) -> Job:
@@ -46,9 +48,13 @@ class PostgresAdmin(BrokerCore):
     """Reads and admin actions; they run rarely, so their plans are never cached."""
 
     async def get_job(self, job_id: str) -> Job:
+        return await self.steps(self.get_job_steps(job_id))
+
+    def get_job_steps(self, job_id: str) -> Steps[Statement, Rows, Job]:
+        """``get_job`` as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
         if not is_job_id(job_id):
             raise JobNotFound(f"no job with id {job_id!r}")
-        rows = await self.db.rows(self._q["get_job"], {"id": job_id}, prepare=False)
+        rows = yield (self._q["get_job"], {"id": job_id}, False)
         if not rows:
             raise JobNotFound(f"no job with id {job_id!r}")
         return row_to_job(rows[0])
@@ -62,7 +68,11 @@ class PostgresAdmin(BrokerCore):
         return dict(sorted(counts.items()))
 
     async def list_queues(self) -> list[str]:
-        return [name for (name,) in await self.db.rows(self._q["list_queues"], {}, prepare=False)]
+        return await self.steps(self.list_queues_steps())
+
+    def list_queues_steps(self) -> Steps[Statement, Rows, list[str]]:
+        """Every queue that has held a job, as steps."""
+        return [name for (name,) in (yield (self._q["list_queues"], {}, False))]
 
     async def list_jobs(
         self,
@@ -73,9 +83,23 @@ class PostgresAdmin(BrokerCore):
         limit: int = 50,
         offset: int = 0,
     ) -> JobPage:
+        return await self.steps(
+            self.list_jobs_steps(status, queue=queue, type=type, limit=limit, offset=offset)
+        )
+
+    def list_jobs_steps(
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Steps[Statement, Rows, JobPage]:
+        """``list_jobs`` as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
         status = page_request(status, limit, offset, queue=queue, type=type)
         params = {"status": status.value, "queue": queue, "type": type, "limit": limit, "offset": offset}
-        rows = await self.db.rows(self._q["list_jobs"], params, prepare=False)
+        rows = yield (self._q["list_jobs"], params, False)
         jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
 
@@ -128,6 +152,13 @@ class PostgresAdmin(BrokerCore):
         rows = await self.db.rows(self._q["activity"], self._params(window=window), prepare=False)
         ages = {queue: max(0.0, float(age)) for queue, age, _ in rows if age is not None}
         return QueueActivity(ages, {queue: int(done) for queue, _, done in rows}, window)
+
+    async def limit_groups(self) -> list[LimitState]:
+        rows = await self.db.rows(self._q["limit_groups"], self._params(), prepare=False)
+        return [
+            LimitState(queue, key, int(active), int(waiting), concurrency, rate, tokens)
+            for queue, key, active, waiting, concurrency, rate, tokens in rows
+        ]
 
     async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
         params = {

@@ -19,9 +19,9 @@ from typing import Any
 from psycopg import errors as pg_errors
 
 from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
+from pqueue.broker_flows import plan_flow, wait_delay
 from pqueue.brokers.handoff import HandoffHold
 from pqueue.brokers.postgres import transactional
-from pqueue.brokers.postgres.admin import PostgresAdmin
 from pqueue.brokers.postgres.codec import (
     JOB_COLUMNS,
     EnqueueBatch,
@@ -30,14 +30,19 @@ from pqueue.brokers.postgres.codec import (
     lease_token,
     one_params,
     row_to_lease,
+    waiting_params,
 )
 from pqueue.brokers.postgres.config import PostgresConfig
-from pqueue.brokers.postgres.core import settled
+from pqueue.brokers.postgres.control import PostgresControl
+from pqueue.brokers.postgres.core import Rows, Statement, settled
 from pqueue.brokers.postgres.handoff import HeldLease, fits_handoff, parse_handoff
+from pqueue.brokers.postgres.results import ResultListener
+from pqueue.brokers.postgres.schedules import PostgresSchedules
 from pqueue.clock import Clock
-from pqueue.errors import BrokerError, CorruptJob
+from pqueue.errors import BrokerError, CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
-from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, JobSpec, Lease
+from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.steps import Steps
 
 log = logging.getLogger("pqueue.postgres")
 
@@ -71,7 +76,7 @@ def _text(value: str) -> str:
     return value.replace("\x00", "\ufffd")
 
 
-class PostgresBroker(PostgresAdmin):
+class PostgresBroker(PostgresControl, PostgresSchedules):
     """The Postgres backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
 
     capabilities = frozenset(
@@ -85,6 +90,7 @@ class PostgresBroker(PostgresAdmin):
         )
         self._has_parked = False  # close() unparks only a broker that ever parked a claimer
         self._parked_workers: set[str] = set()  # parked since their last claim statement
+        self._results = ResultListener(config)
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
@@ -108,43 +114,47 @@ class PostgresBroker(PostgresAdmin):
             if self._has_parked:
                 await self._unpark()
             await self._hold.close()
+        await self.close_cancels()
+        await self._results.close()
         await super().close()
 
     # -- hot path ----------------------------------------------------------------
 
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        return await self.steps(self.enqueue_steps(specs))
+
+    def enqueue_steps(self, specs: Sequence[JobSpec]) -> Steps[Statement, Rows, list[EnqueueResult]]:
+        """Enqueue as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
         if not specs:
             return []
-        if len(specs) == 1 and specs[0].unique_key is None:
-            return [await self._enqueue_one(specs[0])]
-        plain = PlainBatch.of(specs)
+        limited = any(spec.limit is not None for spec in specs)  # ADR 0110: only `enqueue`
+        if len(specs) == 1 and specs[0].unique_key is None and not limited:
+            # One job without a unique key: a lighter statement than the batch one, which
+            # also hands the job to a parked claimer when it is due (ADR 0054).
+            spec = specs[0]
+            params = self._params(**one_params(spec), handoff=fits_handoff(spec))
+            [(created, _)] = yield (self._q["enqueue_one"], params, True)
+            return [EnqueueResult(spec.id, bool(created))]
+        plain = None if limited else PlainBatch.of(specs)
         if plain is not None:
-            return await self._enqueue_plain(plain)
+            return (yield from self._enqueue_plain(plain))
         batch = EnqueueBatch.of(specs)
-        rows = await self.db.rows(self._q["enqueue"], self._params(**batch.columns))
+        rows = yield (self._q["enqueue"], self._params(**batch.columns), True)
         return batch.results(rows)
 
-    async def _enqueue_one(self, spec: JobSpec) -> EnqueueResult:
-        """One job without a unique key: a lighter statement than the batch one, which also
-        hands the job to a parked claimer when it is due (ADR 0054)."""
-        params = self._params(**one_params(spec), handoff=fits_handoff(spec))
-        [(created, _)] = await self.db.rows(self._q["enqueue_one"], params)
-        return EnqueueResult(spec.id, bool(created))
-
-    async def _enqueue_plain(self, plain: PlainBatch) -> list[EnqueueResult]:
+    def _enqueue_plain(self, plain: PlainBatch) -> Steps[Statement, Rows, list[EnqueueResult]]:
         """A batch without unique keys or repeated ids (ADR 0041): ``enqueue_same`` when the
         jobs differ only in payload, optimistically; ``enqueue_plain`` otherwise, or when an
         id turned out to exist."""
         if plain.same:
             try:
-                params = self._params(**plain.same_params())
-                [(created, _)] = await self.db.rows(self._q["enqueue_same"], params)
+                [(created, _)] = yield (self._q["enqueue_same"], self._params(**plain.same_params()), True)
                 return plain.results(created, None)
             except BrokerError as exc:
                 if not _id_taken(exc):
                     raise
         params = self._params(**plain.plain_params())
-        [(created, created_ids, _)] = await self.db.rows(self._q["enqueue_plain"], params)
+        [(created, created_ids, _)] = yield (self._q["enqueue_plain"], params, True)
         return plain.results(created, created_ids)
 
     async def enqueue_in(self, conn: Any, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
@@ -313,6 +323,64 @@ class PostgresBroker(PostgresAdmin):
         )
         due_in: float | None = await self.db.value(self._q["look"], params)
         return due_in
+
+    # -- dependencies and result waiting (ADRs 0115, 0117) --------------------------
+
+    async def enqueue_flow(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """One transaction: lock the stored parents, store the jobs (parentless ones as by
+        ``enqueue``, the others ``waiting``), record the edges, and settle edges whose
+        parent had already finished."""
+        plan = plan_flow(specs)
+        roots = [s for s in specs if not s.depends_on]
+        waiting = [s for s in specs if s.depends_on]
+        parents = list(dict.fromkeys(p for s in waiting for p in s.depends_on))
+        results: dict[str, EnqueueResult] = {}
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(self._q["flow_lock_parents"], {"ids": parents})
+            found = {str(job_id): status for job_id, status in await cur.fetchall()}
+            missing = [p for p in plan.external if p not in found]
+            if missing:
+                raise JobNotFound(f"depends_on names no job with id {missing[0]!r}; nothing was stored")
+            if roots:
+                batch = EnqueueBatch.of(roots)
+                cur = await conn.execute(self._q["enqueue"], self._params(**batch.columns))
+                results.update(
+                    (s.id, r) for s, r in zip(roots, batch.results(await cur.fetchall()), strict=True)
+                )
+            cur = await conn.execute(self._q["enqueue_waiting"], self._params(**waiting_params(waiting)))
+            created = {str(row[0]) for row in await cur.fetchall()}
+            results.update((s.id, EnqueueResult(s.id, s.id in created)) for s in waiting)
+            edges = [(p, s.id) for s in waiting if s.id in created for p in s.depends_on]
+            if edges:
+                link = {"parent": [p for p, _ in edges], "child": [c for _, c in edges]}
+                await conn.execute(self._q["flow_link"], link)
+                done = [p for p, status in found.items() if JobStatus(status).is_final]
+                if done:
+                    await conn.execute(self._q["flow_settle"], self._params(ids=done))
+        return [results[s.id] for s in specs]
+
+    async def wait_finished(self, job_id: str, timeout: float) -> Job | None:
+        if not is_job_id(job_id):
+            raise JobNotFound(f"no job with id {job_id!r} (not a job id)")
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        await self._results.start(min(timeout, LISTEN_START_TIMEOUT))
+        event = self._results.add(job_id)
+        try:
+            while True:
+                event.clear()
+                if not await self.db.rows(self._q["watch"], {"id": job_id}):
+                    return await self.get_job(job_id)  # finished already (or JobNotFound)
+                try:
+                    async with asyncio.timeout(wait_delay(end - loop.time())):
+                        await event.wait()
+                except TimeoutError:
+                    return None
+                job = await self.get_job(job_id)
+                if job.status.is_final:
+                    return job
+        finally:
+            self._results.remove(job_id, event)
 
     # -- hand-off (ADR 0054) ---------------------------------------------------------
 

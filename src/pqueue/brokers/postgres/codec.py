@@ -43,8 +43,14 @@ JOB_COLUMNS = (
     "errors",
     "result",
     "meta",
+    "depends_on",
+    "parent_results",
 )
 """The columns a :class:`Job` is read from, in the order :func:`row_to_job` expects them."""
+BEFORE_FLOWS = len(JOB_COLUMNS) - 2
+"""How many of them existed before migration 0005 (an older hand_off function sends these)."""
+
+_JOB_WIDTH = len(JOB_COLUMNS)
 
 _STATUSES = {status.value: status for status in JobStatus}
 
@@ -87,7 +93,9 @@ def row_to_job(row: Sequence[Any]) -> Job:
     try:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
-         result, meta) = row  # fmt: skip
+         result, meta, depends_on, parent_results) = row[:_JOB_WIDTH]  # fmt: skip
+        # queries' {job_columns} end with limit_key; a hand-off row does not carry it
+        limit_key = row[_JOB_WIDTH] if len(row) > _JOB_WIDTH else None
         if payload is TOO_DEEP or result is TOO_DEEP:
             raise ValueError("its payload or result is JSON nested too deeply to decode")
         return Job(
@@ -110,9 +118,46 @@ def row_to_job(row: Sequence[Any]) -> Job:
             _errors(errors),
             result,
             _meta(meta),
+            *_flow(depends_on or (), parent_results),
+            limit_key,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptJob(f"job {row[0] if row else None} in Postgres cannot be decoded: {exc}") from exc
+
+
+def _flow(
+    depends_on: Sequence[Any], results: Mapping[str, Any] | None
+) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """``Job.depends_on`` and ``Job.parent_results`` (in depends_on order) from their columns."""
+    parents = tuple(str(p) for p in depends_on)
+    found = results or {}
+    return parents, {p: found[p] for p in parents if p in found}
+
+
+def waiting_params(specs: Sequence[JobSpec]) -> dict[str, list[Any]]:
+    """The parameters of ``enqueue_waiting``: jobs with parents, one array per column."""
+    return {
+        **column_arrays(specs, [s.id for s in specs]),
+        "parents": [",".join(s.depends_on) for s in specs],
+        "on_parent_failure": [s.on_parent_failure for s in specs],
+    }
+
+
+def column_arrays(specs: Sequence[JobSpec], ids: list[str]) -> dict[str, list[Any]]:
+    """The columns every job insert without unique keys sends, one array per column."""
+    return {
+        "id": ids,
+        "queue": [s.queue for s in specs],
+        "type": [s.type for s in specs],
+        "payload": [s.payload_json for s in specs],
+        "at_epoch": [s.run_at for s in specs],
+        "delay": [s.delay for s in specs],
+        "max_retries": [s.max_retries for s in specs],
+        "max_recoveries": [s.max_recoveries for s in specs],
+        "timeout": [s.timeout for s in specs],
+        "idempotency_key": [s.idempotency_key for s in specs],
+        "meta": [_meta_json(s) for s in specs],
+    }
 
 
 def row_to_lease(token: object, expires_at: Any, row: Sequence[Any]) -> Lease:
@@ -192,20 +237,7 @@ class PlainBatch:
 
     def plain_params(self) -> dict[str, list[Any]]:
         """The parameters of ``enqueue_plain``: one array per column."""
-        specs = self.specs
-        return {
-            "id": self.ids,
-            "queue": [s.queue for s in specs],
-            "type": [s.type for s in specs],
-            "payload": [s.payload_json for s in specs],
-            "at_epoch": [s.run_at for s in specs],
-            "delay": [s.delay for s in specs],
-            "max_retries": [s.max_retries for s in specs],
-            "max_recoveries": [s.max_recoveries for s in specs],
-            "timeout": [s.timeout for s in specs],
-            "idempotency_key": [s.idempotency_key for s in specs],
-            "meta": [_meta_json(s) for s in specs],
-        }
+        return column_arrays(self.specs, self.ids)
 
     def results(self, created: int, created_ids: Sequence[str] | None) -> list[EnqueueResult]:
         """One result per spec: created, unless its id already existed."""
@@ -263,7 +295,8 @@ class EnqueueBatch:
 
     @classmethod
     def of(cls, specs: Sequence[JobSpec]) -> EnqueueBatch:
-        batch = cls({name: [] for name in _COLUMNS})
+        """The batch for ``enqueue`` (each job's limit as four more columns; ADR 0110)."""
+        batch = cls({name: [] for name in _COLUMNS + _LIMIT_COLUMNS})
         first: dict[str, int] = {}
         for spec in specs:
             earlier = first.get(spec.id)
@@ -295,6 +328,11 @@ class EnqueueBatch:
         c["unique_for"].append(spec.unique_for)
         c["idempotency_key"].append(spec.idempotency_key)
         c["meta"].append(_meta_json(spec))
+        limit = spec.limit
+        c["limit_key"].append(None if limit is None else limit.key)
+        c["limit_rate"].append(None if limit is None else limit.rate)
+        c["limit_burst"].append(None if limit is None else limit.burst)
+        c["limit_concurrency"].append(None if limit is None else limit.concurrency)
 
     def results(self, rows: Sequence[Sequence[Any]]) -> list[EnqueueResult]:
         """Map the query's rows (id, holder, created) back onto every spec, in order."""
@@ -322,3 +360,4 @@ _COLUMNS = (
     "idempotency_key",
     "meta",
 )
+_LIMIT_COLUMNS = ("limit_key", "limit_rate", "limit_burst", "limit_concurrency")

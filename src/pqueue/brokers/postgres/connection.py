@@ -20,6 +20,7 @@ server accepting connections again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -280,6 +281,15 @@ class Database:
             raise
         finally:
             await pool.putconn(conn)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """One pooled connection in one transaction: committed when the block ends, rolled
+        back if it raises (statements several calls must store all or nothing)."""
+        with self._translated:
+            async with self._pool.connection() as conn, conn.transaction():
+                yield conn
+            self.health.ok()
 
     async def stream(
         self, query: LiteralString, params: Params, *, size: int

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, LiteralString, TypeVar
 
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.connection import Database, migrate_hint
@@ -15,8 +15,16 @@ from pqueue.brokers.postgres.sql import latest_version, queries_for
 from pqueue.clock import Clock, to_datetime
 from pqueue.errors import BrokerError, SchemaError
 from pqueue.job import Lease
+from pqueue.steps import Steps, run_async
+
+T = TypeVar("T")
 
 log = logging.getLogger("pqueue.postgres")
+
+Statement = tuple[LiteralString, Mapping[str, Any], bool]
+"""One step of an operation (pqueue.steps): a named query's text, its parameters, and
+whether to prepare it; the reply is its rows as tuples."""
+Rows = list[tuple[Any, ...]]
 
 
 class BrokerCore:
@@ -85,6 +93,14 @@ class BrokerCore:
             )
         if version < known:
             raise SchemaError(f"pqueue {where} is at version {version}, this pqueue needs {known}; {hint}")
+
+    async def steps(self, steps: Steps[Statement, Rows, T]) -> T:
+        """Drive an operation's steps on this broker's asyncio pool (see pqueue.steps)."""
+        return await run_async(steps, self._execute)
+
+    async def _execute(self, statement: Statement) -> Rows:
+        query, params, prepare = statement
+        return await self.db.rows(query, params, prepare=prepare)
 
     def _now(self) -> datetime | None:
         """The ``now`` parameter: the injected clock's time, or None for the server's."""

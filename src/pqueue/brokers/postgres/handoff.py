@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pqueue.brokers.postgres.codec import JOB_COLUMNS
+from pqueue.brokers.postgres.codec import BEFORE_FLOWS, JOB_COLUMNS
 from pqueue.job import JobSpec
 
 HANDOFF_BYTES = 6000
@@ -58,6 +58,8 @@ def parse_handoff(payload: str, received: float) -> tuple[str, HeldLease]:
         worker, token, deadline, row = message["w"], message["t"], message["e"], message["j"]
         if not (isinstance(worker, str) and isinstance(token, int) and isinstance(row, list)):
             raise TypeError("fields of the wrong type")
+        if len(row) == BEFORE_FLOWS:  # a hand_off function rendered before migration 0005
+            row += [None] * (len(JOB_COLUMNS) - BEFORE_FLOWS)  # handed-off jobs have no parents
         if len(row) != len(JOB_COLUMNS):
             raise ValueError(f"{len(row)} job columns, expected {len(JOB_COLUMNS)}")
         for i in _TIMES:

@@ -28,6 +28,9 @@
 -- holder is read under the row lock (race-free between producers); keys are locked in key
 -- order so two batches cannot deadlock. Jobs whose id exists are skipped. Returns one row
 -- per input, in input order: the id holding the spot, and whether this job was created.
+-- Limited jobs (ADR 0110) come only this way: each job's limit (limit_key, rate, burst,
+-- concurrency; NULL for a job without one) is stored and the row of every new limit group
+-- made, in key order (no deadlock between producers); they are never handed off.
 WITH input AS (
     SELECT i.*,
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0)))
@@ -36,10 +39,12 @@ WITH input AS (
         %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
         %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
-        %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[]
+        %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[],
+        %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
+        %(limit_concurrency)b::int[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
-                           meta, ord)
+                           meta, limit_key, limit_rate, limit_burst, limit_concurrency, ord)
 ),
 keys AS (
     INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at)
@@ -54,17 +59,25 @@ keys AS (
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, unique_key, idempotency_key, meta
+        timeout, unique_key, idempotency_key, meta, limit_key, limit_rate, limit_burst,
+        limit_concurrency
     )
     SELECT i.id, i.queue, i.type,
            CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
-           i.unique_key, i.idempotency_key, i.meta::json
+           i.unique_key, i.idempotency_key, i.meta::json, i.limit_key, i.limit_rate,
+           i.limit_burst, i.limit_concurrency
     FROM input AS i LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
     WHERE i.unique_key IS NULL OR keys.job_id = i.id
     ORDER BY i.ord  -- seq (enqueue order) follows the batch order
     ON CONFLICT (id) DO NOTHING
     RETURNING j.id, j.queue, j.run_at
+),
+groups AS (
+    INSERT INTO {schema}.limit_groups (queue, key)
+    SELECT DISTINCT queue, limit_key FROM input WHERE limit_key IS NOT NULL ORDER BY queue, limit_key
+    ON CONFLICT (queue, key) DO NOTHING
+    RETURNING 1
 ),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)
@@ -80,6 +93,7 @@ FROM input AS i
 LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
 LEFT JOIN created ON created.id = i.id
 CROSS JOIN (SELECT count(*) FROM woken) AS notified  -- evaluates woken, once
+CROSS JOIN (SELECT count(*) FROM groups) AS grouped
 ORDER BY i.ord;
 
 
@@ -234,34 +248,80 @@ queues AS MATERIALIZED (
                 THEN {schema}.unpark(NULL, %(worker_id)s) END AS unparked
     FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS q(name, pos)
 ),
+open_queues AS MATERIALIZED (
+    -- Paused queues are skipped (migration 0004): one primary-key probe per queue.
+    SELECT q.name, q.pos FROM queues AS q
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_queues AS p WHERE p.queue = q.name)
+),
 picked AS MATERIALIZED (
     SELECT j.id, q.pos
-    FROM queues AS q
+    FROM open_queues AS q
     CROSS JOIN LATERAL (
         SELECT id FROM {schema}.jobs
         WHERE queue = q.name
           AND status IN ('pending', 'scheduled', 'retry')
           AND run_at <= {now}
+          AND limit_key IS NULL
         ORDER BY run_at, seq
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
     ) AS j
     LIMIT %(limit)s
+),
+limited AS MATERIALIZED (
+    -- Limited jobs fill what the unlimited ones left (ADR 0110): claim_limited (migration
+    -- 0006) runs only when the claim is not full and a limited job waits in these queues
+    -- (one probe of the empty jobs_limited index otherwise).
+    -- A paused queue's name is passed as NULL, which matches no job (migration 0004).
+    SELECT l.job_id AS id, l.pos
+    FROM {schema}.claim_limited(
+        (SELECT array_agg(o.name ORDER BY q.pos) FROM queues AS q LEFT JOIN open_queues AS o ON o.pos = q.pos),
+        %(limit)s - (SELECT count(*) FROM picked)::integer,
+        {now}
+    ) AS l
+    WHERE (SELECT count(*) FROM picked) < %(limit)s
+      AND EXISTS (
+          SELECT 1 FROM {schema}.jobs
+          WHERE queue IN (SELECT name FROM open_queues) AND status IN ('pending', 'scheduled', 'retry')
+            AND limit_key IS NOT NULL
+      )
+),
+limited_leased AS (
+    -- A statement of its own beside the update below, whose plan (a nested loop from
+    -- picked over jobs_pkey; it reads the first queue row, with the unpark, even when no
+    -- job is due) stays the one of the claim without limits.
+    UPDATE {schema}.jobs AS t SET
+        status = 'active',
+        attempt = t.attempt + 1,
+        started_at = {now},
+        lease_token = nextval('{schema}.lease_token'),
+        lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
+        worker_id = %(worker_id)s
+    FROM limited
+    WHERE t.id = limited.id
+    RETURNING limited.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns}
+),
+leased AS (
+    UPDATE {schema}.jobs AS t SET
+        status = 'active',
+        attempt = t.attempt + 1,
+        started_at = {now},
+        lease_token = nextval('{schema}.lease_token'),
+        lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
+        worker_id = %(worker_id)s
+    FROM picked, relaxed
+    WHERE t.id = picked.id
+    RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns}
 )
-UPDATE {schema}.jobs AS t SET
-    status = 'active',
-    attempt = t.attempt + 1,
-    started_at = {now},
-    lease_token = nextval('{schema}.lease_token'),
-    lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
-    worker_id = %(worker_id)s
-FROM picked, relaxed
-WHERE t.id = picked.id
-RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns};
+SELECT * FROM leased UNION ALL SELECT * FROM limited_leased;
 
 
 -- name: ack
 -- Complete the jobs whose lease token is still current (handlers that returned None).
+-- Jobs with dependants or a result() waiter go through job_finished (migration 0005) in
+-- the same statement, called from RETURNING once the row is updated (it sees the new
+-- row); for the others that is one boolean test. A CTE around the UPDATE cost every ack
+-- about 10 % of the statement's server time (docs/benchmarks.md, issue 16).
 UPDATE {schema}.jobs AS t SET
     status = 'completed',
     finished_at = {now},
@@ -270,11 +330,12 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
-RETURNING t.id;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
 
 
 -- name: ack_results
--- Complete the jobs whose lease token is still current, storing each result.
+-- Complete the jobs whose lease token is still current, storing each result (and
+-- settling dependants and waiters from RETURNING, as `ack` does).
 UPDATE {schema}.jobs AS t SET
     status = 'completed',
     finished_at = {now},
@@ -283,7 +344,7 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
 WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
-RETURNING t.id;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
 
 
 -- name: fail
@@ -309,7 +370,10 @@ WITH moved AS (
         lease_token = NULL,
         lease_expires_at = NULL
     WHERE t.id = %(id)s AND t.lease_token = %(token)s AND t.status = 'active'
-    RETURNING t.queue, t.status, t.run_at
+    RETURNING t.queue, t.status, t.run_at,
+        -- dead: settle dependants and waiters (migration 0005), as `ack` does
+        CASE WHEN t.status = 'dead' AND (t.has_children OR t.watched)
+             THEN {schema}.job_finished(t.id, {now}) END AS settled
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
@@ -389,7 +453,10 @@ moved AS (
         lease_expires_at = NULL
     FROM expired
     WHERE t.id = expired.id
-    RETURNING t.id, t.queue, t.status, t.run_at, expired.expired_at
+    RETURNING t.id, t.queue, t.status, t.run_at, expired.expired_at,
+        -- dead: settle dependants and waiters (migration 0005), as `ack` does
+        CASE WHEN t.status = 'dead' AND (t.has_children OR t.watched)
+             THEN {schema}.job_finished(t.id, {now}) END AS settled
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
@@ -427,8 +494,12 @@ SELECT count(*) FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 -- now + %(park_for)s s (replacing its earlier parking there) and drops other claimers'
 -- expired parkings of these queues (ADR 0054); without, the other parameters are NULL
 -- and nothing is written. The table is unlogged: parking writes no WAL and waits for no
--- flush.
-WITH gone AS (
+-- flush. Paused queues (migration 0004) are neither looked at nor parked on.
+WITH open_queues AS MATERIALIZED (
+    SELECT q.name FROM unnest(%(queues)s::text[]) AS q(name)
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.paused_queues AS p WHERE p.queue = q.name)
+),
+gone AS (
     DELETE FROM {schema}.parked
     WHERE %(park)s::bool
       AND queue = ANY(%(queues)s::text[]) AND expires_at <= {now} AND worker_id <> %(worker_id)s
@@ -439,7 +510,7 @@ parked AS (
     )
     SELECT q.name, %(worker_id)s, %(channel)s, %(listener_pid)s, %(listener_start)s,
            %(lease_for)s, {now} + make_interval(secs => %(park_for)s)
-    FROM unnest(%(queues)s::text[]) AS q(name)
+    FROM open_queues AS q
     WHERE %(park)s::bool
     ON CONFLICT (queue, worker_id) DO UPDATE SET
         channel = excluded.channel,
@@ -448,11 +519,24 @@ parked AS (
         lease_for = excluded.lease_for,
         expires_at = excluded.expires_at
 )
-SELECT extract(epoch FROM min(d.run_at) - {now})::float8
-FROM unnest(%(queues)s::text[]) AS q(name)
+SELECT extract(epoch FROM least(
+    min(d.run_at),
+    -- limited groups (ADR 0110): when their head is due and their next token comes; a
+    -- group that was full at its last claim waits for a claim after an ack, not for this.
+    (SELECT min(greatest(h.run_at, coalesce(g.wake_at, h.run_at)))
+     FROM {schema}.limit_groups AS g
+     CROSS JOIN LATERAL (
+         SELECT run_at FROM {schema}.jobs
+         WHERE queue = g.queue AND limit_key = g.key AND status IN ('pending', 'scheduled', 'retry')
+         ORDER BY run_at
+         LIMIT 1
+     ) AS h
+     WHERE g.queue IN (SELECT name FROM open_queues) AND NOT g.held)
+) - {now})::float8
+FROM open_queues AS q
 CROSS JOIN LATERAL (
     SELECT run_at FROM {schema}.jobs
-    WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry')
+    WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND limit_key IS NULL
     ORDER BY run_at
     LIMIT 1
 ) AS d;
@@ -556,21 +640,46 @@ FROM {schema}.queues AS q
 ORDER BY q.name;
 
 
+-- name: limit_groups
+-- Every limit group with live jobs or a bucket (ADR 0110): active and waiting jobs, the
+-- limits of its latest job and its tokens now (refilled; NULL without a rate).
+SELECT coalesce(c.queue, g.queue), coalesce(c.key, g.key),
+       coalesce(c.active, 0), coalesce(c.waiting, 0),
+       coalesce(c.concurrency, g.concurrency), coalesce(c.rate, g.rate),
+       CASE WHEN coalesce(c.rate, g.rate) IS NULL THEN NULL
+            WHEN g.tokens IS NULL THEN coalesce(c.burst, g.burst)
+            ELSE least(coalesce(c.burst, g.burst), g.tokens + greatest(
+                extract(epoch FROM {now} - g.refilled_at), 0) * coalesce(c.rate, g.rate)) END
+FROM (
+    SELECT queue, limit_key AS key,
+           count(*) FILTER (WHERE status = 'active') AS active,
+           count(*) FILTER (WHERE status <> 'active') AS waiting,
+           max(limit_concurrency) AS concurrency, max(limit_rate) AS rate, max(limit_burst) AS burst
+    FROM {schema}.jobs
+    WHERE limit_key IS NOT NULL AND status IN ('pending', 'scheduled', 'retry', 'active')
+    GROUP BY queue, limit_key
+) AS c
+FULL JOIN {schema}.limit_groups AS g ON g.queue = c.queue AND g.key = c.key
+ORDER BY 1, 2;
+
+
 -- name: list_queues
 -- Every queue that has held a job.
 SELECT name FROM {schema}.queues ORDER BY name;
 
 
 -- name: cancel
--- Cancel a waiting job. Returns its status before (no row: no such job) and whether it moved.
+-- Cancel a job that has not started (pending, scheduled, retry, or waiting for parents).
+-- Returns its status before (no row: no such job) and whether it moved. Dependants and
+-- result() waiters are told by job_finished (migration 0005) in the same statement.
 WITH target AS (
     SELECT id, status FROM {schema}.jobs WHERE id = %(id)s FOR UPDATE
 ),
 moved AS (
     UPDATE {schema}.jobs AS t SET status = 'cancelled', finished_at = {now}
     FROM target
-    WHERE t.id = target.id AND target.status IN ('pending', 'scheduled', 'retry')
-    RETURNING t.id
+    WHERE t.id = target.id AND target.status IN ('pending', 'scheduled', 'retry', 'waiting')
+    RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END
 )
 SELECT target.status, EXISTS (SELECT 1 FROM moved) AS cancelled FROM target;
 
@@ -711,3 +820,160 @@ SELECT version FROM {schema}.migrations ORDER BY version;
 -- name: migrate_record
 -- Note one migration as applied.
 INSERT INTO {schema}.migrations (version, name) VALUES (%(version)s, %(name)s);
+
+
+-- name: register_schedules
+-- Record or refresh schedules until now + ttl, keeping their first-seen time and last run
+-- (names locked in name order, so two workers cannot deadlock); delete other records whose
+-- registration expired more than `retention` seconds ago. Returns, per input in order, the
+-- epoch its due ticks count from: its last run, else when it was first registered.
+WITH gone AS (
+    DELETE FROM {schema}.schedules
+    WHERE expires_at <= {now} - make_interval(secs => %(retention)s)
+      AND NOT (name = ANY(%(names)s::text[]))
+),
+input AS (
+    SELECT i.name, i.definition, i.n
+    FROM unnest(%(names)s::text[], %(definitions)s::text[]) WITH ORDINALITY AS i(name, definition, n)
+),
+upserted AS (
+    INSERT INTO {schema}.schedules AS s (name, definition, since, expires_at)
+    SELECT input.name, input.definition::jsonb, {now}, {now} + make_interval(secs => %(ttl)s)
+    FROM input ORDER BY input.name
+    ON CONFLICT (name) DO UPDATE SET definition = excluded.definition, expires_at = excluded.expires_at
+    RETURNING s.name, extract(epoch FROM coalesce(s.last_run_at, s.since))::float8 AS cursor
+)
+SELECT u.cursor FROM input JOIN upserted AS u ON u.name = input.name ORDER BY input.n;
+
+
+-- name: mark_schedule_run
+-- Raise a schedule's last run to an enqueued tick (never lower it).
+UPDATE {schema}.schedules SET last_run_at = to_timestamp(%(tick)s)
+WHERE name = %(name)s AND (last_run_at IS NULL OR last_run_at < to_timestamp(%(tick)s));
+
+
+-- name: list_schedules
+-- Schedules registered within their ttl, by name, with their last run.
+SELECT definition::text, extract(epoch FROM last_run_at)::float8
+FROM {schema}.schedules WHERE expires_at > {now} ORDER BY name;
+-- Control (ADR 0105, 0106): paused queues (migration 0004) and cancel of running jobs.
+
+-- name: pause
+-- Pause a queue and unpark its claimers, so that no enqueue hands them one of its jobs
+-- (`look` parks nobody on a paused queue). Returns whether it was running.
+WITH paused AS (
+    INSERT INTO {schema}.paused_queues (queue, paused_at) VALUES (%(queue)s, {now})
+    ON CONFLICT (queue) DO NOTHING
+    RETURNING 1
+),
+unparked AS (
+    DELETE FROM {schema}.parked WHERE queue = %(queue)s
+)
+SELECT EXISTS (SELECT 1 FROM paused);
+
+
+-- name: resume
+-- Resume a paused queue and wake idle claimers to look at it. Returns whether it was paused.
+WITH gone AS (
+    DELETE FROM {schema}.paused_queues WHERE queue = %(queue)s RETURNING queue
+),
+woken AS (
+    SELECT pg_notify({channel}, queue || ' 0') FROM gone
+)
+SELECT count(*) > 0 FROM gone CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+
+
+-- name: paused_queues
+-- The paused queues, by name.
+SELECT queue FROM {schema}.paused_queues ORDER BY queue;
+
+
+-- name: cancel_active
+-- Cancel a running job: active -> cancelled, its lease revoked (a late ack, fail or extend
+-- finds no current token), the reason added to its error history, and its id announced
+-- on the cancel channel %(channel)s for workers; dependants and result() waiters are told
+-- by job_finished (migration 0005) in the same statement, as `cancel` does. Returns its
+-- status before (no row: no such job) and whether it moved.
+WITH target AS (
+    SELECT id, status FROM {schema}.jobs WHERE id = %(id)s FOR UPDATE
+),
+moved AS (
+    UPDATE {schema}.jobs AS t SET
+        status = 'cancelled',
+        finished_at = {now},
+        errors = {schema}.append_error(
+            t.errors,
+            jsonb_build_object(
+                'kind', %(kind)s::text, 'message', %(message)s::text, 'traceback', '',
+                'attempt', t.attempt, 'at', extract(epoch FROM {now})
+            ),
+            %(keep)s
+        ),
+        lease_token = NULL,
+        lease_expires_at = NULL
+    FROM target
+    WHERE t.id = target.id AND target.status = 'active'
+    RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END
+),
+told AS (
+    SELECT pg_notify(%(channel)s::text, id::text) FROM moved
+)
+SELECT target.status, EXISTS (SELECT 1 FROM moved) AS cancelled
+FROM target CROSS JOIN (SELECT count(*) FROM told) AS notified;
+-- name: flow_lock_parents
+-- The stored jobs among the parents of a dependency batch, locked until the batch commits:
+-- a parent cannot finish meanwhile (its finishing statement waits, then sees the new
+-- edges), and one found finished is settled by `flow_settle`. FOR NO KEY UPDATE in id
+-- order, not FOR SHARE: `flow_link` updates these rows, and two batches holding share
+-- locks on one parent would deadlock on that update.
+SELECT id::text, status FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR NO KEY UPDATE;
+
+
+-- name: enqueue_waiting
+-- Store jobs that wait for parents (`waiting`, parents_left = how many). Their run_at is
+-- computed now, as for any job; a job released later runs at max(run_at, release time).
+-- Jobs whose id exists are skipped. Returns the ids created.
+INSERT INTO {schema}.jobs AS j (
+    id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
+    timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+)
+SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
+       coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
+       {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
+       string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
+       cardinality(string_to_array(i.parents, ','))
+FROM unnest(
+    %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
+    %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
+    %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
+    %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
+) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
+                       timeout, idempotency_key, meta, parents, on_parent_failure, ord)
+ORDER BY i.ord
+ON CONFLICT (id) DO NOTHING
+RETURNING j.id::text;
+
+
+-- name: flow_link
+-- Record the edges of newly stored waiting jobs and mark their parents as having children.
+WITH edges AS (
+    INSERT INTO {schema}.job_deps (parent, child)
+    SELECT * FROM unnest(%(parent)b::uuid[], %(child)b::uuid[])
+    ON CONFLICT DO NOTHING
+    RETURNING parent
+)
+UPDATE {schema}.jobs AS t SET has_children = true
+WHERE t.id IN (SELECT parent FROM edges) AND NOT t.has_children;
+
+
+-- name: flow_settle
+-- Settle the new edges of parents that had already finished (job_finished, migration 0005).
+SELECT {schema}.job_finished(p, {now}) FROM unnest(%(ids)s::uuid[]) AS p;
+
+
+-- name: watch
+-- Mark an unfinished job as waited on (its finishing statement then NOTIFYs the results
+-- channel). No row: it is finished already, or does not exist.
+UPDATE {schema}.jobs SET watched = true
+WHERE id = %(id)s AND status NOT IN ('completed', 'dead', 'cancelled')
+RETURNING id;

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     Double,
@@ -33,7 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSON, JSONB, TIMESTAMP, UUID
 from pqueue.brokers.postgres.sql import validate_schema
 
 _LIVE = "status IN ('pending', 'scheduled', 'retry')"
-STATUSES = ("pending", "scheduled", "active", "retry", "completed", "dead", "cancelled")
+STATUSES = ("pending", "scheduled", "active", "retry", "completed", "dead", "cancelled", "waiting")
 
 
 def _ts(name: str, *, nullable: bool = False) -> Column[object]:
@@ -70,6 +71,18 @@ def _jobs(md: MetaData, schema: str) -> Table:
         Column("unique_key", Text),
         Column("idempotency_key", Text),
         Column("worker_id", Text),
+        # 0005_workflows
+        Column("depends_on", ARRAY(UUID(as_uuid=False))),
+        Column("parent_results", JSONB),
+        Column("on_parent_failure", Text),
+        Column("parents_left", Integer),
+        Column("has_children", Boolean, nullable=False, server_default=text("false")),
+        Column("watched", Boolean, nullable=False, server_default=text("false")),
+        # migration 0006: a job's rate/concurrency limit (ADR 0110)
+        Column("limit_key", Text),
+        Column("limit_rate", Double),
+        Column("limit_burst", Double),
+        Column("limit_concurrency", Integer),
         PrimaryKeyConstraint("id", name="jobs_pkey"),
         CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
@@ -78,6 +91,20 @@ def _jobs(md: MetaData, schema: str) -> Table:
         Index("jobs_leases", "lease_expires_at", postgresql_where=text("status = 'active'")),
         Index("jobs_finished", "finished_at", postgresql_where=text("status IN ('completed', 'cancelled')")),
         Index("jobs_dead", "queue", "seq", postgresql_where=text("status = 'dead'")),
+        Index(
+            "jobs_limited",
+            "queue",
+            "limit_key",
+            "run_at",
+            "seq",
+            postgresql_where=text(f"{_LIVE} AND limit_key IS NOT NULL"),
+        ),
+        Index(
+            "jobs_limit_active",
+            "queue",
+            "limit_key",
+            postgresql_where=text("status = 'active' AND limit_key IS NOT NULL"),
+        ),
         postgresql_with={
             "fillfactor": "80",
             "autovacuum_vacuum_scale_factor": "0.02",
@@ -144,6 +171,34 @@ def _small_tables(md: MetaData) -> None:
         prefixes=["UNLOGGED"],
     )
     Table(
+        "paused_queues",
+        md,
+        Column("queue", Text, nullable=False),
+        _ts("paused_at"),
+        PrimaryKeyConstraint("queue", name="paused_queues_pkey"),
+    )
+    Table(
+        "job_deps",
+        md,
+        Column("parent", UUID(as_uuid=False), nullable=False),
+        Column("child", UUID(as_uuid=False), nullable=False),
+        PrimaryKeyConstraint("parent", "child", name="job_deps_pkey"),
+    )
+    Table(
+        "limit_groups",
+        md,
+        Column("queue", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("tokens", Double),
+        _ts("refilled_at", nullable=True),
+        _ts("wake_at", nullable=True),
+        Column("held", Boolean, nullable=False, server_default=text("false")),
+        Column("rate", Double),
+        Column("burst", Double),
+        Column("concurrency", Integer),
+        PrimaryKeyConstraint("queue", "key", name="limit_groups_pkey"),
+    )
+    Table(
         "migrations",
         md,
         Column("version", Integer, nullable=False, autoincrement=False),
@@ -158,6 +213,20 @@ def _small_tables(md: MetaData) -> None:
     )
 
 
+def _schedules(md: MetaData) -> None:
+    """Migration 0003: the schedules workers register (periodic jobs)."""
+    Table(
+        "schedules",
+        md,
+        Column("name", Text, nullable=False),
+        Column("definition", JSONB, nullable=False),
+        _ts("since"),
+        _ts("last_run_at", nullable=True),
+        _ts("expires_at"),
+        PrimaryKeyConstraint("name", name="schedules_pkey"),
+    )
+
+
 @cache
 def metadata(schema: str = "pqueue") -> MetaData:
     """Every pqueue table of ``schema`` (with the sequences the jobs table uses)."""
@@ -167,6 +236,7 @@ def metadata(schema: str = "pqueue") -> MetaData:
     Sequence("lease_token", metadata=md, data_type=BigInteger, cache=64)
     _jobs(md, schema)
     _small_tables(md)
+    _schedules(md)
     return md
 
 

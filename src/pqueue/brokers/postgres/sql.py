@@ -27,7 +27,9 @@ _NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
-JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in JOB_COLUMNS)
+JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in (*JOB_COLUMNS, "limit_key"))
+"""The job columns and, last, the job's limit group (migration 0006; not in the hand-off's
+{job_json}, which migration 0002 fixed, and never needed there: limited jobs are not handed off)."""
 _TIMESTAMP_COLUMNS = frozenset({"run_at", "created_at", "started_at", "finished_at"})
 JOB_JSON_EXPRESSION = "json_build_array({})".format(
     ", ".join(
@@ -61,6 +63,11 @@ def validate_schema(name: str) -> str:
 def channel_for(schema: str) -> str:
     """The LISTEN/NOTIFY channel of a schema's jobs."""
     return f"{schema}.jobs"
+
+
+def results_channel_for(schema: str) -> str:
+    """The NOTIFY channel on which finished jobs that a ``result()`` waits for are named."""
+    return f"{schema}.results"
 
 
 def parse_named(text: str) -> dict[str, str]:
@@ -117,6 +124,7 @@ def render(text: str, schema: str) -> LiteralString:
         "{schema}": sql.Identifier(schema).as_string(),
         "{channel}": sql.Literal(channel).as_string(),
         "{listen_channel}": sql.Identifier(channel).as_string(),
+        "{results_channel}": sql.Literal(results_channel_for(schema)).as_string(),
         "{now}": NOW_EXPRESSION,
         "{job_columns}": JOB_COLUMNS_EXPRESSION,
         "{job_json}": JOB_JSON_EXPRESSION,

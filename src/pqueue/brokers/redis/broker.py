@@ -23,15 +23,19 @@ from pqueue.brokers.handoff import HandoffHold
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
+from pqueue.brokers.redis.control import RedisControl
 from pqueue.brokers.redis.core import translated
+from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
-from pqueue.brokers.redis.inspector import RedisInspector
 from pqueue.brokers.redis.keys import QueueKeys
-from pqueue.brokers.redis.scripts import ScriptCall
+from pqueue.brokers.redis.schedules import RedisSchedules
+from pqueue.brokers.redis.scripts import Command, ScriptCall, pipelined
 from pqueue.brokers.redis.wakeup import WakeHub
 from pqueue.clock import Clock
+from pqueue.combine import Outcome
 from pqueue.errors import CorruptJob
 from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease
+from pqueue.steps import Steps
 
 log = logging.getLogger("pqueue.redis")
 
@@ -49,20 +53,31 @@ each run (which blocks the server) to a few milliseconds."""
 
 
 T = TypeVar("T")
+K = TypeVar("K")
+Lane = tuple[str, str | None]
+"""A job's queue and limit key (None: not limited), which name the keys it lives in."""
+
+
+def _lane_of_lease(lease: Lease) -> Lane:
+    return lease.job.queue, lease.job.limit_key
+
+
 PerQueue = Callable[[QueueKeys, list[int]], ScriptCall]
 """Builds the script call for one queue's share (indices into the caller's list)."""
 
 
-def _by_queue(items: Sequence[T], queue_of: Callable[[T], str]) -> dict[str, list[int]]:
-    """Indices of ``items`` grouped by queue, in first-seen order."""
-    groups: dict[str, list[int]] = {}
+def _by_queue(items: Sequence[T], queue_of: Callable[[T], K]) -> dict[K, list[int]]:
+    """Indices of ``items`` grouped by queue (or by (queue, limit key)), in first-seen order."""
+    groups: dict[K, list[int]] = {}
     for i, item in enumerate(items):
         groups.setdefault(queue_of(item), []).append(i)
     return groups
 
 
-class RedisBroker(RedisInspector):
-    """The Redis backend: hot path here, inspection and admin in :class:`RedisInspector`."""
+class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
+    """The Redis backend: hot path here, inspection and admin in :class:`RedisInspector`,
+    pause/resume and cancel of running jobs in :class:`RedisControl`, dependencies and
+    result waiters in :class:`RedisFlows`."""
 
     capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.HANDOFF})
 
@@ -95,6 +110,8 @@ class RedisBroker(RedisInspector):
             await self._unpark(hub)
             await hub.close()
         await self._hold.close()
+        await self.close_cancels()
+        await self._close_results()
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -115,24 +132,78 @@ class RedisBroker(RedisInspector):
 
     @translated
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        return await self.steps(self.enqueue_steps(specs))
+
+    def enqueue_steps(self, specs: Sequence[JobSpec]) -> Steps[list[Command], list[Any], list[EnqueueResult]]:
+        """Enqueue as steps: one pipeline, driven by the asyncio broker or the sync client."""
         if not specs:
             return []
-        groups = _by_queue(specs, lambda s: s.queue)
+        [outcome] = yield from self.enqueue_each_steps([specs])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    @translated
+    async def enqueue_each(self, requests: Sequence[Sequence[JobSpec]]) -> list[Outcome]:
+        """Several callers' enqueues in one round trip, each with its own results or error."""
+        return await self.steps(self.enqueue_each_steps(requests))
+
+    def enqueue_each_steps(
+        self, requests: Sequence[Sequence[JobSpec]]
+    ) -> Steps[list[Command], list[Any], list[Outcome]]:
+        """Enqueues of several callers in one pipeline (pqueue.combine): per request, its
+        results in order, or its error.
+
+        Requests without unique keys share their queues' script calls: enqueue.lua has no
+        errors of its own, and what can fail it (a key of the wrong type) fails every job
+        of the queue alike. A request with a unique key gets script calls of its own: its
+        key alone can fail (a hand-written key of another type), and a script keeps the
+        writes made before an error, so sharing its call could half-store a neighbour.
+        """
+        queues = {spec.queue: None for specs in requests for spec in specs}
         now, channel = self.now_arg(), self.keys.wake_channel
-        register = self._unregistered(groups)
+        register = self._unregistered(queues)
         batch: list[Any] = [("SADD", self.keys.queues, *register)] if register else []
-        chunks: list[list[int]] = []
-        for queue, indices in groups.items():
-            k = self.queue(queue)
-            for start in range(0, len(indices), ENQUEUE_CHUNK):
-                chunk = indices[start : start + ENQUEUE_CHUNK]
-                chunk_specs = [specs[i] for i in chunk]
-                batch.append(calls.enqueue(k, chunk_specs, now, channel, self.keys.handoff_prefix))
-                chunks.append(chunk)
-        replies = await self.run_many(batch)
-        self._registered.update(dict.fromkeys(register, time.monotonic()))
+        keyed = [any(s.unique_key is not None for s in specs) for specs in requests]
+        shared = [i for i, has_key in enumerate(keyed) if not has_key]
+        units = ([shared] if shared else []) + [[i] for i, has_key in enumerate(keyed) if has_key]
+        plans: list[tuple[list[JobSpec], list[tuple[int, list[int]]]]] = []
+        for unit in units:
+            specs = [spec for i in unit for spec in requests[i]]
+            plan: list[tuple[int, list[int]]] = []  # (reply index, indices into specs)
+            lanes = _by_queue(specs, lambda s: (s.queue, None if s.limit is None else s.limit.key))
+            for (queue, limit_key), indices in lanes.items():
+                k = self.keys_for(queue, limit_key)  # a limited job waits in its lane (ADR 0110)
+                if limit_key is not None:  # before its jobs: a lane listed without jobs is dropped
+                    batch.append(("ZADD", self.lanes(queue).zset, "LT", 0, limit_key))
+                for start in range(0, len(indices), ENQUEUE_CHUNK):
+                    chunk = indices[start : start + ENQUEUE_CHUNK]
+                    plan.append((len(batch), chunk))
+                    chunk_specs = [specs[i] for i in chunk]
+                    batch.append(calls.enqueue(k, chunk_specs, now, channel, self.keys.handoff_prefix))
+            plans.append((specs, plan))
+        replies = yield from pipelined(batch, errors_in_place=True)
+        if register and not isinstance(replies[0], Exception):
+            self._registered.update(dict.fromkeys(register, time.monotonic()))
+        outcomes: list[Outcome | None] = [None] * len(requests)
+        for unit, (specs, plan) in zip(units, plans, strict=True):
+            outcome = self._enqueued(specs, plan, replies)
+            start = 0
+            for i in unit:
+                n = len(requests[i])
+                outcomes[i] = outcome if isinstance(outcome, BaseException) else outcome[start : start + n]
+                start += n
+        return [o for o in outcomes if o is not None]
+
+    def _enqueued(
+        self, specs: Sequence[JobSpec], plan: list[tuple[int, list[int]]], replies: list[Any]
+    ) -> Outcome:
+        """One request's results from its script calls' replies, or its first error."""
         results: list[EnqueueResult | None] = [None] * len(specs)
-        for chunk, reply in zip(chunks, replies[-len(chunks) :], strict=True):
+        for at, chunk in plan:
+            reply = replies[at]
+            if isinstance(reply, RedisError):
+                return self.translate(reply)
             for i, outcome in zip(chunk, reply, strict=True):
                 results[i] = (
                     EnqueueResult(specs[i].id, True) if outcome == 1 else EnqueueResult(outcome, False)
@@ -158,9 +229,16 @@ class RedisBroker(RedisInspector):
                 break
             k = self.queue(queue)
             try:
-                deadline_ms, claimed = await self.run(
-                    calls.claim(k, self.now_arg(), limit - len(leases), lease_ms, worker_id, parking=parking)
+                call = calls.claim(
+                    k,
+                    self.now_arg(),
+                    limit - len(leases),
+                    lease_ms,
+                    worker_id,
+                    parking=parking,
+                    lanes=self.lanes(queue),
                 )
+                deadline_ms, claimed = await self.run(call)
             except (RedisError, OSError) as exc:
                 if not leases:
                     raise
@@ -223,27 +301,34 @@ class RedisBroker(RedisInspector):
         log.error("pqueue: %s; moving it to dead", exc)
         error = ErrorInfo(kind="CorruptJob", message=str(exc))
         call = calls.fail(
-            self.queue(queue),
+            self.keys_for(queue, pairs(flat).get("limit_key")),
             self.now_arg(),
             job_id=job_id,
             token=pairs(flat).get("token", ""),
             error=error,
             retry_ms=None,
             channel=self.keys.wake_channel,
+            results_channel=self.keys.results_channel,
         )
         try:
             await self.run(call)
         except (RedisError, OSError) as failure:
             log.warning("pqueue: could not dead-letter malformed job %s yet (%s)", job_id, failure)
 
-    async def _per_queue(self, leases: Sequence[Lease], build: PerQueue) -> list[bool]:
-        """Run ``build(keys, indices)`` once per queue of ``leases``; results in lease order."""
+    async def _per_queue(
+        self, leases: Sequence[Lease], build: PerQueue, *, settles: bool = True
+    ) -> list[bool]:
+        """Run ``build(keys, indices)`` once per queue (limited jobs: per lane) of ``leases``;
+        results in lease order. ``settles``: the jobs leave active, freeing their lanes' slots."""
         if not leases:
             return []
-        groups = _by_queue(leases, lambda lease: lease.job.queue)
-        replies = await self.run_many([build(self.queue(q), idx) for q, idx in groups.items()])
+        groups = _by_queue(leases, _lane_of_lease)
+        commands: list[Any] = [build(self.keys_for(q, key), idx) for (q, key), idx in groups.items()]
+        if settles:
+            commands += self.reready(groups)
+        replies = await self.run_many(commands)
         out = [False] * len(leases)
-        for indices, reply in zip(groups.values(), replies, strict=True):
+        for indices, reply in zip(groups.values(), replies[: len(groups)], strict=True):
             for i, ok in zip(indices, reply, strict=True):
                 out[i] = ok == 1
         return out
@@ -253,17 +338,32 @@ class RedisBroker(RedisInspector):
         self, leases: Sequence[Lease], results_json: Sequence[str | None] | None = None
     ) -> list[bool]:
         results = list(results_json) if results_json is not None else [None] * len(leases)
-        now = self.now_arg()
+        now, channel = self.now_arg(), self.keys.results_channel
 
         def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
-            return calls.ack(k, now, self.retention_ms, [leases[i] for i in idx], [results[i] for i in idx])
+            chunk = [leases[i] for i in idx]
+            return calls.ack(
+                k, now, self.retention_ms, chunk, [results[i] for i in idx], results_channel=channel
+            )
 
-        return await self._per_queue(leases, build)
+        if not leases:
+            return []
+        groups = _by_queue(leases, _lane_of_lease)  # limited jobs: per lane (ADR 0110)
+        commands: list[Any] = [build(self.keys_for(q, key), idx) for (q, key), idx in groups.items()]
+        replies = await self.run_many([*commands, *self.reready(groups)])
+        out = [False] * len(leases)
+        for ((queue, _), indices), reply in zip(groups.items(), replies[: len(groups)], strict=True):
+            parents = [leases[i].job.id for i, ok in zip(indices, reply, strict=True) if ok == 2]
+            for i, ok in zip(indices, reply, strict=True):
+                out[i] = ok in (1, 2)
+            if parents:  # completed jobs with dependants (ADR 0116)
+                await self.settle_or_defer(queue, parents)
+        return out
 
     @translated
     async def fail(self, lease: Lease, error: ErrorInfo, *, retry_in: float | None) -> bool:
         retry_ms = None if retry_in is None else max(0, to_ms(retry_in))
-        k = self.queue(lease.job.queue)
+        k = self.keys_for(lease.job.queue, lease.job.limit_key)
         call = calls.fail(
             k,
             self.now_arg(),
@@ -272,8 +372,13 @@ class RedisBroker(RedisInspector):
             error=error,
             retry_ms=retry_ms,
             channel=self.keys.wake_channel,
+            results_channel=self.keys.results_channel,
         )
-        return bool(await self.run(call) == 1)
+        replies = await self.run_many([call, *self.reready([_lane_of_lease(lease)])])
+        done = replies[0]
+        if done == 2:  # dead with dependants (ADR 0116)
+            await self.settle_or_defer(lease.job.queue, [lease.job.id])
+        return bool(done in (1, 2))
 
     @translated
     async def release(
@@ -293,7 +398,7 @@ class RedisBroker(RedisInspector):
         def build(k: QueueKeys, idx: list[int]) -> ScriptCall:
             return calls.extend(k, now, lease_ms, [leases[i] for i in idx])
 
-        return await self._per_queue(leases, build)
+        return await self._per_queue(leases, build, settles=False)
 
     @translated
     async def recover(self, *, limit: int = 1000) -> RecoveryReport:
@@ -304,13 +409,47 @@ class RedisBroker(RedisInspector):
             left = limit - len(recovered) - len(dead)
             if left <= 0:
                 break
-            call = calls.recover(self.queue(queue), self.now_arg(), left, self.keys.wake_channel)
+            call = calls.recover(
+                self.queue(queue), self.now_arg(), left, self.keys.wake_channel, self.keys.results_channel
+            )
             back, died = await self.run(call)
             recovered += back
             dead += died
+            if died:  # those with dependants were recorded as settled (ADR 0116)
+                await self.settle_or_defer(queue, died)
             if back or died:
                 per_queue[queue] = len(back) + len(died)
+        for queue, limit_key in await self._lanes_with_work():
+            left = limit - len(recovered) - len(dead)
+            if left <= 0:
+                break
+            k = self.keys_for(queue, limit_key)
+            call = calls.recover(k, self.now_arg(), left, self.keys.wake_channel, self.keys.results_channel)
+            (back, died), *_ = await self.run_many([call, *self.reready([(queue, limit_key)])])
+            recovered += back
+            dead += died
+            if died:  # those with dependants were recorded as settled (ADR 0116)
+                await self.settle_or_defer(queue, died)
+            if back or died:
+                per_queue[queue] = per_queue.get(queue, 0) + len(back) + len(died)
+        await self.sweep_settled()  # releases a crash left half done (ADR 0116)
         return RecoveryReport(tuple(recovered), tuple(dead), per_queue)
+
+    async def _lanes_with_work(self) -> list[Lane]:
+        """Every limit lane whose active set has an expired lease (ADR 0110): one pipelined
+        ZRANGE per queue, then one ZCOUNT per lane, so recovery runs scripts only where needed."""
+        queues = await self.registered_queues()
+        if not queues:
+            return []
+        listed = await self.run_many([("ZRANGE", self.lanes(q).zset, 0, -1) for q in queues])
+        found: list[Lane] = [(q, key) for q, keys in zip(queues, listed, strict=True) for key in keys]
+        if not found:
+            return []
+        until = await self.now_ms()
+        counts = await self.run_many(
+            [("ZCOUNT", self.keys_for(q, key).active, "-inf", until) for q, key in found]
+        )
+        return [lane for lane, n in zip(found, counts, strict=True) if int(n)]
 
     @translated
     async def promote(self, *, limit: int = 1000) -> int:
@@ -385,7 +524,15 @@ class RedisBroker(RedisInspector):
         now, park_ms = self.now_arg(), to_ms(park_for)
         replies = await self.run_many(
             [
-                calls.park(self.queue(q), now, member, limit=limit, lease_ms=lease_ms, park_ms=park_ms)
+                calls.park(
+                    self.queue(q),
+                    now,
+                    member,
+                    limit=limit,
+                    lease_ms=lease_ms,
+                    park_ms=park_ms,
+                    lanes=self.lanes(q),
+                )
                 for q in queues
             ]
         )

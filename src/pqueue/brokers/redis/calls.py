@@ -3,10 +3,11 @@ documents them. Pure functions, so the layout can be checked without a server.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 
-from pqueue.brokers.redis.codec import encode_error, encode_leases, enqueue_header
-from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.codec import encode_error, encode_leases, enqueue_header, waiting_header
+from pqueue.brokers.redis.keys import Lanes, QueueKeys, lanes_of
 from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.job import MAX_ERROR_HISTORY, ErrorInfo, JobSpec, Lease
 
@@ -25,36 +26,72 @@ def enqueue(
     )
 
 
-def claim(k: QueueKeys, now: str, limit: int, lease_ms: int, worker_id: str, *, parking: str) -> ScriptCall:
+def claim(
+    k: QueueKeys,
+    now: str,
+    limit: int,
+    lease_ms: int,
+    worker_id: str,
+    *,
+    parking: str,
+    lanes: Lanes | None = None,
+) -> ScriptCall:
+    lanes = lanes or lanes_of(k)
     return ScriptCall(
         "claim",
-        [k.pending, k.scheduled, k.retry, k.active, k.seq, k.parked, k.parkers],
-        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH, parking],
+        [k.pending, k.scheduled, k.retry, k.active, k.seq, k.parked, k.parkers, k.paused, lanes.zset],
+        [now, k.job_prefix, limit, lease_ms, worker_id, PROMOTE_BATCH, parking, lanes.prefix],
     )
 
 
-def park(k: QueueKeys, now: str, claimer: str, *, limit: int, lease_ms: int, park_ms: int) -> ScriptCall:
+def park(
+    k: QueueKeys,
+    now: str,
+    claimer: str,
+    *,
+    limit: int,
+    lease_ms: int,
+    park_ms: int,
+    lanes: Lanes | None = None,
+) -> ScriptCall:
+    lanes = lanes or lanes_of(k)
     return ScriptCall(
         "park",
-        [k.pending, k.scheduled, k.retry, k.parked, k.parkers],
+        [k.pending, k.scheduled, k.retry, k.parked, k.parkers, k.paused, lanes.zset],
         [now, claimer, limit, lease_ms, park_ms],
     )
 
 
 def ack(
-    k: QueueKeys, now: str, retention_ms: int, leases: Sequence[Lease], results: Sequence[str | None]
+    k: QueueKeys,
+    now: str,
+    retention_ms: int,
+    leases: Sequence[Lease],
+    results: Sequence[str | None],
+    *,
+    results_channel: str,
 ) -> ScriptCall:
     return ScriptCall(
-        "ack", [k.active, k.completed], [now, k.job_prefix, retention_ms, encode_leases(leases, results)]
+        "ack",
+        [k.active, k.completed, k.settled, k.followed],
+        [now, k.job_prefix, retention_ms, encode_leases(leases, results), results_channel],
     )
 
 
 def fail(
-    k: QueueKeys, now: str, *, job_id: str, token: str, error: ErrorInfo, retry_ms: int | None, channel: str
+    k: QueueKeys,
+    now: str,
+    *,
+    job_id: str,
+    token: str,
+    error: ErrorInfo,
+    retry_ms: int | None,
+    channel: str,
+    results_channel: str,
 ) -> ScriptCall:
     return ScriptCall(
         "fail",
-        [k.active, k.retry, k.dead, k.seq, k.job(job_id)],
+        [k.active, k.retry, k.dead, k.seq, k.job(job_id), k.settled, k.followed],
         [
             now,
             job_id,
@@ -64,6 +101,7 @@ def fail(
             MAX_ERROR_HISTORY,
             channel,
             k.queue,
+            results_channel,
         ],
     )
 
@@ -91,11 +129,11 @@ def extend(k: QueueKeys, now: str, lease_ms: int, leases: Sequence[Lease]) -> Sc
     return ScriptCall("extend", [k.active], [now, k.job_prefix, lease_ms, encode_leases(leases)])
 
 
-def recover(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
+def recover(k: QueueKeys, now: str, limit: int, channel: str, results_channel: str) -> ScriptCall:
     return ScriptCall(
         "recover",
-        [k.active, k.pending, k.dead],
-        [now, k.job_prefix, limit, MAX_ERROR_HISTORY, channel, k.queue],
+        [k.active, k.pending, k.dead, k.settled, k.followed],
+        [now, k.job_prefix, limit, MAX_ERROR_HISTORY, channel, k.queue, results_channel],
     )
 
 
@@ -105,12 +143,69 @@ def promote(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
     )
 
 
-def cancel(k: QueueKeys, now: str, job_id: str, retention_ms: int) -> ScriptCall:
+def cancel(k: QueueKeys, now: str, job_id: str, retention_ms: int, results_channel: str) -> ScriptCall:
     return ScriptCall(
         "cancel",
-        [k.pending, k.scheduled, k.retry, k.cancelled, k.job(job_id)],
-        [now, job_id, retention_ms],
+        [
+            k.pending,
+            k.scheduled,
+            k.retry,
+            k.cancelled,
+            k.job(job_id),
+            k.waiting,
+            k.settled,
+            k.deps_prefix + job_id,
+            k.followed,
+        ],
+        [now, job_id, retention_ms, results_channel],
     )
+
+
+def enqueue_waiting(k: QueueKeys, now: str, specs: Sequence[JobSpec]) -> ScriptCall:
+    return ScriptCall(
+        "enqueue_waiting", [k.waiting, k.seq], [now, k.job_prefix, k.deps_prefix, waiting_header(specs)]
+    )
+
+
+def link(k: QueueKeys, now: str, children: Mapping[str, Sequence[str]]) -> ScriptCall:
+    """``children``: parent id (of this queue) -> ``"<child queue> <child id>"`` lines."""
+    return ScriptCall("link", [k.settled, k.followed], [now, k.job_prefix, json.dumps(children)])
+
+
+def settle(
+    k: QueueKeys,
+    now: str,
+    *,
+    parent_id: str,
+    parent_status: str,
+    parent_result: str,
+    retention_ms: int,
+    channel: str,
+    results_channel: str,
+    children: Sequence[str],
+) -> ScriptCall:
+    return ScriptCall(
+        "settle",
+        [k.pending, k.scheduled, k.waiting, k.cancelled, k.settled, k.seq, k.followed],
+        [
+            now,
+            k.job_prefix,
+            k.deps_prefix,
+            parent_id,
+            parent_status,
+            parent_result,
+            retention_ms,
+            channel,
+            k.queue,
+            results_channel,
+            MAX_ERROR_HISTORY,
+            *children,
+        ],
+    )
+
+
+def watch(k: QueueKeys, now: str, job_id: str) -> ScriptCall:
+    return ScriptCall("watch", [k.job(job_id), k.followed], [now, job_id])
 
 
 def requeue_dead(
@@ -154,3 +249,41 @@ def idempotency_begin(key: str, now: str, owner: str, ttl_ms: int) -> ScriptCall
 
 def idempotency_end(key: str, now: str, owner: str, done: bool, ttl_ms: int) -> ScriptCall:
     return ScriptCall("idempotency_end", [key], [now, owner, "1" if done else "0", ttl_ms])
+
+
+def schedules_register(
+    key: str, now: str, ttl_ms: int, retention_ms: int, entries: Sequence[tuple[str, str]]
+) -> ScriptCall:
+    """``entries``: (schedule name, definition JSON) pairs."""
+    return ScriptCall(
+        "schedules_register", [key], [now, ttl_ms, retention_ms, *(x for pair in entries for x in pair)]
+    )
+
+
+def schedules_mark(key: str, name: str, tick_ms: int) -> ScriptCall:
+    return ScriptCall("schedules_mark", [key], [name, tick_ms])
+
+
+def pause(k: QueueKeys, now: str) -> ScriptCall:
+    return ScriptCall("pause", [k.paused, k.parked, k.parkers], [now])
+
+
+def resume(k: QueueKeys, now: str, channel: str) -> ScriptCall:
+    return ScriptCall("resume", [k.paused], [now, channel, k.queue])
+
+
+def cancel_active(
+    k: QueueKeys,
+    now: str,
+    job_id: str,
+    *,
+    retention_ms: int,
+    reason: ErrorInfo,
+    channel: str,
+    results_channel: str,
+) -> ScriptCall:
+    return ScriptCall(
+        "cancel_active",
+        [k.active, k.cancelled, k.job(job_id), k.settled, k.followed],
+        [now, job_id, retention_ms, encode_error(reason), MAX_ERROR_HISTORY, channel, results_channel],
+    )

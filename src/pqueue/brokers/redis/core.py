@@ -15,7 +15,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
@@ -23,9 +23,10 @@ from pqueue.brokers.health import ServerHealth, describe, health_of
 from pqueue.brokers.redis import scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
-from pqueue.brokers.redis.keys import GlobalKeys, QueueKeys, global_keys, queue_keys
+from pqueue.brokers.redis.keys import GlobalKeys, Lanes, QueueKeys, global_keys, lane_keys, lanes, queue_keys
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, BrokerUnreachable, ConfigError, PQueueError, SchemaError
+from pqueue.steps import Steps, run_async
 
 log = logging.getLogger("pqueue.redis")
 
@@ -74,17 +75,19 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except PQueueError:
             honour_lost_cancel(task, cancels)
             raise
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        except (RedisError, OSError) as exc:
             honour_lost_cancel(task, cancels)
-            raise core.unreachable(exc) from None  # the message has the cause; no driver traceback
-        except RedisError as exc:
-            honour_lost_cancel(task, cancels)
-            raise BrokerError(f"redis command failed: {exc}") from exc
+            raise core.translate(exc) from (None if unreachable(exc) else exc)
         honour_lost_cancel(task, cancels)
         core.health.ok()
         return result
 
     return wrapper
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether a driver error means the server could not be reached (vs. a refused command)."""
+    return isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError)
 
 
 def address(url: str) -> str:
@@ -132,12 +135,10 @@ class ReportingRetry(Retry):
         self._reporter = reporter
 
     async def call_with_retry(
-        self,
-        do: Callable[[], Awaitable[R]],
-        fail: Callable[..., Any],
-        is_retryable: Callable[[Exception], bool] | None = None,
-        with_failure_count: bool = False,
+        self, do: Callable[[], Awaitable[R]], fail: Callable[..., Any], *more: Any, **options: Any
     ) -> R:
+        # ``more``/``options`` (redis-py 6+: is_retryable, with_failure_count) are passed on
+        # only when given: redis-py 5's Retry takes ``do`` and ``fail`` alone.
         failures = 0
 
         async def failed(error: Exception, *count: int) -> None:
@@ -147,7 +148,8 @@ class ReportingRetry(Retry):
                 self._reporter.lost(error)
             await fail(error, *count)
 
-        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
+        call: Callable[..., Awaitable[R]] = super().call_with_retry
+        return await call(do, failed, *more, **options)
 
 
 class RedisCore:
@@ -176,8 +178,25 @@ class RedisCore:
             f"Redis at {self.address} is unreachable: {cause}", address=self.address, cause=cause
         )
 
+    def translate(self, exc: RedisError | OSError) -> BrokerError:
+        """The pqueue error for a driver error (the message has the cause; callers get no
+        driver traceback for an unreachable server). Both transports raise through this."""
+        if unreachable(exc):
+            return self.unreachable(exc)
+        return BrokerError(f"redis command failed: {exc}")
+
     def queue(self, name: str) -> QueueKeys:
         return queue_keys(self.prefix, name)
+
+    def keys_for(self, queue: str, limit_key: str | None) -> QueueKeys:
+        """A job's keys: its queue's, or its limit group's lane's (ADR 0110)."""
+        return (
+            queue_keys(self.prefix, queue) if limit_key is None else lane_keys(self.prefix, queue, limit_key)
+        )
+
+    def lanes(self, queue: str) -> Lanes:
+        """The lane keys of ``queue`` (ADR 0110)."""
+        return lanes(self.prefix, queue)
 
     @property
     def client(self) -> Redis:
@@ -190,30 +209,43 @@ class RedisCore:
         return "" if self.clock is None else str(to_ms(self.clock.now()))
 
     async def now_ms(self) -> int:
+        return await self.steps(self.now_ms_steps())
+
+    def now_ms_steps(self) -> Steps[list[scripts.Command], list[Any], int]:
+        """The injected clock's time, or the server's ``TIME``, in ms, as steps."""
         if self.clock is not None:
             return to_ms(self.clock.now())
-        seconds, micros = await self.client.time()
+        [(seconds, micros)] = yield from scripts.pipelined([("TIME",)])
         return int(seconds) * 1000 + int(micros) // 1000
+
+    def pool_options(self) -> dict[str, Any]:
+        """The connection settings both transports' pools use (the async one adds its retry)."""
+        return {
+            "timeout": self.options.pool_timeout,
+            "decode_responses": True,
+            "socket_keepalive": True,
+            "socket_connect_timeout": CONNECT_TIMEOUT,  # the DSN's own socket_connect_timeout wins
+            "health_check_interval": 30,
+            "client_name": f"pqueue:{self.prefix}:{socket.gethostname()}:{os.getpid()}",
+        }
+
+    def invalid_dsn(self, exc: Exception) -> ConfigError:
+        return ConfigError(f"invalid redis DSN {redact(self.options.url)!r}: {exc}")
 
     def _make_client(self) -> Redis:
         opts = self.options
         try:
             pool = BlockingConnectionPool.from_url(
                 opts.url,
-                max_connections=opts.pool_size + 1,  # + the wake-up listener's connection
-                timeout=opts.pool_timeout,
-                decode_responses=True,
+                max_connections=opts.pool_size + 2,  # + the wake-up and results listeners
                 retry=ReportingRetry(
                     ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries, self.reporter
                 ),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
-                socket_keepalive=True,
-                socket_connect_timeout=CONNECT_TIMEOUT,  # the DSN's own socket_connect_timeout wins
-                health_check_interval=30,
-                client_name=f"pqueue:{self.prefix}:{socket.gethostname()}:{os.getpid()}",
+                **self.pool_options(),
             )
         except (ValueError, TypeError) as exc:
-            raise ConfigError(f"invalid redis DSN {redact(opts.url)!r}: {exc}") from exc
+            raise self.invalid_dsn(exc) from exc
         return Redis(connection_pool=pool)
 
     async def _open_client(self) -> None:
@@ -270,6 +302,18 @@ class RedisCore:
         return await scripts.run(self.client, call)
 
     async def run_many(self, calls: Sequence[scripts.ScriptCall | tuple[Any, ...]]) -> list[Any]:
-        if len(calls) == 1 and isinstance(calls[0], scripts.ScriptCall):
-            return [await scripts.run(self.client, calls[0])]
-        return await scripts.run_many(self.client, calls)
+        return await self.steps(scripts.pipelined(calls))
+
+    async def steps(self, steps: Steps[list[scripts.Command], list[Any], R]) -> R:
+        """Drive an operation's steps on this broker's asyncio client (see pqueue.steps)."""
+        return await run_async(steps, self._send)
+
+    async def _send(self, commands: Sequence[scripts.Command]) -> list[Any]:
+        """One round trip: a lone command without a pipeline's cost; refusals in place of replies."""
+        if len(commands) == 1:
+            execute: Callable[..., Awaitable[Any]] = self.client.execute_command
+            try:
+                return [await execute(*commands[0])]
+            except ResponseError as exc:
+                return [exc]
+        return await scripts.send_pipeline(self.client, commands)

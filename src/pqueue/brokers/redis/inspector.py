@@ -23,11 +23,15 @@ from pqueue.broker import (
 )
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
-from pqueue.brokers.redis.core import LAYOUT_VERSION, RedisCore, translated
+from pqueue.brokers.redis.core import LAYOUT_VERSION, translated
 from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.limits import RedisLimits
+from pqueue.brokers.redis.scripts import Command, pipelined
+from pqueue.brokers.redis.settle import RedisSettler
 from pqueue.errors import CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import Job, JobStatus, unreadable_job
+from pqueue.steps import Steps
 
 ADMIN_BATCH = 1000
 """Jobs one admin script run handles (requeue/purge of a whole queue loop over batches)."""
@@ -41,22 +45,23 @@ _ZSETS = {
     JobStatus.DEAD: "dead",
     JobStatus.COMPLETED: "completed",
     JobStatus.CANCELLED: "cancelled",
+    JobStatus.WAITING: "waiting",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
 _FINISHED = (*_RETAINED, JobStatus.DEAD)  # zsets scored by the time the job finished
 _STATUS_VALUES = frozenset(s.value for s in JobStatus)
 
 
-class RedisInspector(RedisCore):
+class RedisInspector(RedisSettler, RedisLimits):
     """get, count, page, cancel, requeue, purge, prune; worker registrations."""
 
-    async def _locate(self, job_id: str) -> tuple[str, dict[str, str]]:
+    def _locate(self, job_id: str) -> Steps[list[Command], list[Any], tuple[str, dict[str, str]]]:
         """The queue and hash of a job; :class:`JobNotFound` if no queue holds it."""
         if not is_job_id(job_id):
             raise JobNotFound(f"no job with id {job_id!r} (not a job id)")
-        queues = await self.registered_queues()
+        queues = yield from self.list_queues_steps()
         if queues:
-            found = await self.run_many([("HGETALL", self.queue(q).job(job_id)) for q in queues])
+            found = yield from pipelined([("HGETALL", self.queue(q).job(job_id)) for q in queues])
             for queue, fields in zip(queues, found, strict=True):
                 if fields:
                     return queue, fields
@@ -64,12 +69,21 @@ class RedisInspector(RedisCore):
 
     @translated
     async def get_job(self, job_id: str) -> Job:
-        queue, fields = await self._locate(job_id)
+        return await self.steps(self.get_job_steps(job_id))
+
+    def get_job_steps(self, job_id: str) -> Steps[list[Command], list[Any], Job]:
+        """``get_job`` as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
+        queue, fields = yield from self._locate(job_id)
         return decode_job(job_id, queue, fields)
 
     @translated
     async def list_queues(self) -> list[str]:
-        return await self.registered_queues()
+        return await self.steps(self.list_queues_steps())
+
+    def list_queues_steps(self) -> Steps[list[Command], list[Any], list[str]]:
+        """Every queue that has held a job, sorted, as steps."""
+        [names] = yield from pipelined([("SMEMBERS", self.keys.queues)])
+        return sorted(names)
 
     @translated
     async def counts(self) -> QueueCounts:
@@ -88,14 +102,17 @@ class RedisInspector(RedisCore):
                 ("ZCOUNT", k.completed, since, "+inf"),
                 ("ZCARD", k.dead),
                 ("ZCOUNT", k.cancelled, since, "+inf"),
+                ("ZCARD", k.waiting),
             ]
         found = await self.run_many(commands)
-        order = list(JobStatus)  # pending, scheduled, active, retry, completed, dead, cancelled
+        order = list(JobStatus)  # pending, scheduled, active, retry, completed, dead, cancelled, waiting
         width = len(order)
-        return {
+        counts = {
             queue: dict(zip(order, (int(n) for n in found[i * width : (i + 1) * width]), strict=True))
             for i, queue in enumerate(queues)
         }
+        await self.add_lane_counts(counts)  # limited jobs wait and run in lanes (ADR 0110)
+        return counts
 
     def _size(self, k: QueueKeys, status: JobStatus, since: str) -> tuple[Any, ...]:
         if status is JobStatus.PENDING:
@@ -121,18 +138,34 @@ class RedisInspector(RedisCore):
         limit: int = 50,
         offset: int = 0,
     ) -> JobPage:
+        return await self.steps(
+            self.list_jobs_steps(status, queue=queue, type=type, limit=limit, offset=offset)
+        )
+
+    def list_jobs_steps(
+        self,
+        status: JobStatus,
+        *,
+        queue: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Steps[list[Command], list[Any], JobPage]:
+        """``list_jobs`` as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
         status = page_request(status, limit, offset, queue=queue, type=type)
-        queues = await self.registered_queues()
+        queues = yield from self.list_queues_steps()
         if queue is not None:
             queues = [q for q in queues if q == queue]
         if not queues:
             return JobPage((), None)
-        since = f"({await self.now_ms() - self.retention_ms}"
+        since = f"({(yield from self.now_ms_steps()) - self.retention_ms}"
         keys = [self.queue(q) for q in queues]
-        sizes = [int(n) for n in await self.run_many([self._size(k, status, since) for k in keys])]
+        sizes = [int(n) for n in (yield from pipelined([self._size(k, status, since) for k in keys]))]
         if type is not None:
-            return await self._list_of_type(
-                keys, sizes, status, since=since, job_type=type, limit=limit, offset=offset
+            return (
+                yield from self._list_of_type(
+                    keys, sizes, status, since=since, job_type=type, limit=limit, offset=offset
+                )
             )
         ranges: list[tuple[Any, ...]] = []
         owners: list[str] = []
@@ -147,11 +180,12 @@ class RedisInspector(RedisCore):
             ranges.append(self._range(k, status, since, skip, take))
             owners.append(k.queue)
             skip, want = 0, want - take
-        jobs = await self._fetch(owners, await self.run_many(ranges) if ranges else [], status)
+        found = (yield from pipelined(ranges)) if ranges else []
+        jobs = yield from self._fetch(owners, found, status)
         end = offset + limit
         return JobPage(tuple(jobs), end if end < sum(sizes) else None)
 
-    async def _list_of_type(
+    def _list_of_type(
         self,
         keys: list[QueueKeys],
         sizes: list[int],
@@ -161,36 +195,40 @@ class RedisInspector(RedisCore):
         job_type: str,
         limit: int,
         offset: int,
-    ) -> JobPage:
+    ) -> Steps[list[Command], list[Any], JobPage]:
         """A page of the jobs of one type: the ids are read in listing order, a batch at a
         time, and kept when their hash's ``type`` matches (admin reads; no type index)."""
         wanted: list[tuple[str, str]] = []
         skip = offset
         for k, size in zip(keys, sizes, strict=True):
             for start in range(0, size, TYPE_SCAN_BATCH):
-                [ids] = await self.run_many([self._range(k, status, since, start, TYPE_SCAN_BATCH)])
+                [ids] = yield from pipelined([self._range(k, status, since, start, TYPE_SCAN_BATCH)])
                 if not ids:
                     break
-                types = await self.run_many([("HGET", k.job(i), "type") for i in ids])
+                types = yield from pipelined([("HGET", k.job(i), "type") for i in ids])
                 for job_id, found in zip(ids, types, strict=True):
                     if found != job_type:
                         continue
                     if skip:
                         skip -= 1
                     elif len(wanted) == limit:
-                        return JobPage(tuple(await self._fetch_pairs(wanted, status)), offset + limit)
+                        return JobPage(tuple((yield from self._fetch_pairs(wanted, status))), offset + limit)
                     else:
                         wanted.append((k.queue, job_id))
-        return JobPage(tuple(await self._fetch_pairs(wanted, status)), None)
+        return JobPage(tuple((yield from self._fetch_pairs(wanted, status))), None)
 
-    async def _fetch(self, owners: list[str], id_lists: list[list[str]], status: JobStatus) -> list[Job]:
+    def _fetch(
+        self, owners: list[str], id_lists: list[list[str]], status: JobStatus
+    ) -> Steps[list[Command], list[Any], list[Job]]:
         wanted = [(queue, job_id) for queue, ids in zip(owners, id_lists, strict=True) for job_id in ids]
-        return await self._fetch_pairs(wanted, status)
+        return (yield from self._fetch_pairs(wanted, status))
 
-    async def _fetch_pairs(self, wanted: list[tuple[str, str]], status: JobStatus) -> list[Job]:
+    def _fetch_pairs(
+        self, wanted: list[tuple[str, str]], status: JobStatus
+    ) -> Steps[list[Command], list[Any], list[Job]]:
         if not wanted:
             return []
-        found = await self.run_many([("HGETALL", self.queue(q).job(i)) for q, i in wanted])
+        found = yield from pipelined([("HGETALL", self.queue(q).job(i)) for q, i in wanted])
         jobs: list[Job] = []
         for (queue, job_id), fields in zip(wanted, found, strict=True):
             if not fields:
@@ -208,11 +246,16 @@ class RedisInspector(RedisCore):
 
     @translated
     async def cancel(self, job_id: str) -> bool:
-        queue, _ = await self._locate(job_id)
-        done = await self.run(calls.cancel(self.queue(queue), self.now_arg(), job_id, self.retention_ms))
+        queue, fields = await self.steps(self._locate(job_id))
+        k = self.keys_for(queue, fields.get("limit_key"))
+        done = await self.run(
+            calls.cancel(k, self.now_arg(), job_id, self.retention_ms, self.keys.results_channel)
+        )
         if done == -1:
             raise JobNotFound(f"no job with id {job_id!r}")
-        return bool(done == 1)
+        if done == 2:  # it has dependants: tell them (ADR 0116)
+            await self.settle_or_defer(queue, [job_id])
+        return bool(done in (1, 2))
 
     async def _admin_queues(self, queue: str | None) -> list[str]:
         queues = await self.registered_queues()
@@ -223,15 +266,19 @@ class RedisInspector(RedisCore):
         admin_filter(queue)
         queues = await self._admin_queues(queue)
         channel = self.keys.wake_channel
+        ids_given = None if job_ids is None else [i for i in job_ids if is_job_id(i)]
+        limited = 0  # limited jobs go back to their lanes, keeping their limits (ADR 0110)
+        for q in queues:
+            limited += await self.requeue_dead_limited(q, ids_given)
         if job_ids is not None:
             ids = [i for i in job_ids if is_job_id(i)]
             if not ids or not queues:
-                return 0
+                return limited
             moved = await self.run_many(
                 [calls.requeue_dead(self.queue(q), self.now_arg(), ids, len(ids), channel) for q in queues]
             )
-            return sum(int(n) for n in moved)
-        total = 0
+            return limited + sum(int(n) for n in moved)
+        total = limited
         for q in queues:
             while True:
                 call = calls.requeue_dead(self.queue(q), self.now_arg(), None, ADMIN_BATCH, channel)
@@ -367,4 +414,4 @@ class RedisInspector(RedisCore):
 
     @translated
     async def _scan_fetch(self, queue: str, ids: list[str], status: JobStatus) -> list[Job]:
-        return await self._fetch([queue], [ids], status)
+        return await self.steps(self._fetch([queue], [ids], status))

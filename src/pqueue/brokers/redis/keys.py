@@ -11,7 +11,7 @@ single-key commands or single-key scripts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from pqueue.errors import ConfigError
@@ -50,8 +50,18 @@ class QueueKeys:
     seq: str
     parked: str
     parkers: str
+    paused: str
     job_prefix: str
     unique_prefix: str
+    waiting: str
+    """zset id -> created ms: jobs waiting for parents (ADR 0115)."""
+    settled: str
+    """zset id -> finished ms: finished parents whose children are not all told (ADR 0116)."""
+    deps_prefix: str
+    """Sets ``deps:<child id>``: the parents a waiting job still waits for."""
+    followed: str
+    """Set of unfinished jobs with dependants or a ``result()`` waiter: the finishing scripts
+    look closer only at these (one SCARD per call while it is empty)."""
 
     def job(self, job_id: str) -> str:
         """The hash holding one job of this queue."""
@@ -78,8 +88,13 @@ def queue_keys(prefix: str, queue: str) -> QueueKeys:
         seq=base + "seq",
         parked=base + "parked",
         parkers=base + "parkers",
+        paused=base + "paused",
         job_prefix=base + "job:",
         unique_prefix=base + "unique:",
+        waiting=base + "waiting",
+        settled=base + "settled",
+        deps_prefix=base + "deps:",
+        followed=base + "followed",
     )
 
 
@@ -99,6 +114,13 @@ class GlobalKeys:
     """Pub/sub channel; the message is the name of a queue that gained due jobs."""
     handoff_prefix: str
     """Pub/sub channels ``<prefix>:handoff:<broker id>``: leases handed to parked claimers."""
+    paused: str
+    """Set of paused queue names: the index ``paused_queues`` reads (each queue's own
+    ``paused`` key is what claims obey)."""
+    cancel_channel: str
+    """Pub/sub channel; the message is the id of a job cancelled while running."""
+    results_channel: str
+    """Pub/sub channel; the message is the id of a finished job a ``result()`` waits for."""
 
     def idempotency(self, key: str) -> str:
         return self.idempotency_prefix + key
@@ -113,4 +135,52 @@ def global_keys(prefix: str) -> GlobalKeys:
         idempotency_prefix=f"{prefix}:idem:",
         wake_channel=f"{prefix}:wake",
         handoff_prefix=f"{prefix}:handoff:",
+        paused=f"{prefix}:paused",
+        cancel_channel=f"{prefix}:cancel",
+        results_channel=f"{prefix}:results",
+    )
+
+
+def schedules_key(prefix: str) -> str:
+    """Hash schedule name -> registration and last run (``lua/schedules_register.lua``)."""
+    return f"{prefix}:schedules"
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """Where a queue's limited jobs live (ADR 0110, lua/_limits.lua)."""
+
+    zset: str
+    """``<prefix>:{<queue>}:lanes``: limit key -> when its lane may next be claimable (ms)."""
+    prefix: str
+    """``<prefix>:{<queue>}:lane:``: a lane's keys are ``<this><limit key>:<name>``."""
+
+
+@lru_cache(maxsize=4096)
+def lanes(prefix: str, queue: str) -> Lanes:
+    """The lane keys of ``queue`` under ``prefix``."""
+    base = f"{prefix}:{{{queue}}}:"
+    return Lanes(base + "lanes", base + "lane:")
+
+
+def lanes_of(k: QueueKeys) -> Lanes:
+    """The lane keys of the queue whose keys are ``k`` (they share its ``<prefix>:{<queue>}:``)."""
+    base = k.seq.removesuffix("seq")
+    return Lanes(base + "lanes", base + "lane:")
+
+
+@lru_cache(maxsize=4096)
+def lane_keys(prefix: str, queue: str, limit_key: str) -> QueueKeys:
+    """The keys a limited job of ``queue`` waits and runs in: its lane's own pending,
+    scheduled, retry and active (and a parked set nobody parks in, so no hand-off), the
+    queue's for everything else (job hashes, seq, finished sets, unique keys)."""
+    lane = lanes(prefix, queue).prefix + limit_key + ":"
+    return replace(
+        queue_keys(prefix, queue),
+        pending=lane + "pending",
+        scheduled=lane + "scheduled",
+        retry=lane + "retry",
+        active=lane + "active",
+        parked=lane + "parked",
+        parkers=lane + "parkers",
     )

@@ -17,6 +17,8 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
+from pqueue.steps import Steps, run_async
+
 SCRIPT_NAMES = (
     "enqueue",
     "claim",
@@ -34,6 +36,15 @@ SCRIPT_NAMES = (
     "activity",
     "idempotency_begin",
     "idempotency_end",
+    "schedules_register",
+    "schedules_mark",
+    "pause",
+    "resume",
+    "cancel_active",
+    "enqueue_waiting",
+    "link",
+    "settle",
+    "watch",
 )
 
 Arg = str | int | float | bytes
@@ -45,7 +56,8 @@ def _read(name: str) -> str:
 
 def _load_sources() -> dict[str, str]:
     lib = _read("_lib")
-    return {name: f"{lib}\n{_read(name)}" for name in SCRIPT_NAMES}
+    extra = {"claim": _read("_limits") + "\n"}  # rate and concurrency limits (ADR 0110)
+    return {name: f"{lib}\n{extra.get(name, '')}{_read(name)}" for name in SCRIPT_NAMES}
 
 
 SOURCES: dict[str, str] = _load_sources()
@@ -63,6 +75,11 @@ class ScriptCall:
 
     def command(self) -> tuple[Arg, ...]:
         return ("EVALSHA", SHAS[self.name], len(self.keys), *self.keys, *self.args)
+
+    def source_command(self) -> tuple[Arg, ...]:
+        """``EVAL`` with the script's source: for a MULTI/EXEC, where a NOSCRIPT refusal of
+        one call would leave the others applied."""
+        return ("EVAL", SOURCES[self.name], len(self.keys), *self.keys, *self.args)
 
 
 async def load_all(client: Redis) -> None:
@@ -83,27 +100,52 @@ async def run(client: Redis, call: ScriptCall) -> Any:
         return await execute(*call.command())
 
 
-async def run_many(client: Redis, calls: Sequence[ScriptCall | tuple[Arg, ...]]) -> list[Any]:
-    """Run commands and script calls in one pipelined round trip, in order.
+Command = tuple[Arg, ...]
+
+LOAD_ALL: list[Command] = [("SCRIPT", "LOAD", source) for source in SOURCES.values()]
+"""The pipeline that loads every script (what :func:`load_all` sends)."""
+
+
+def pipelined(
+    calls: Sequence[ScriptCall | Command], *, errors_in_place: bool = False
+) -> Steps[list[Command], list[Any], list[Any]]:
+    """Commands and script calls in one pipelined round trip, in order, as steps (both
+    transports drive these; the pipeline I/O returns errors in place of replies).
 
     Plain commands are given as tuples. Calls refused with ``NOSCRIPT`` did nothing, so
-    they are repeated (in order) after reloading; any other error is raised.
+    they are repeated (in order) after reloading; any other error is raised, or with
+    ``errors_in_place`` left in place of its reply.
     """
     commands = [c.command() if isinstance(c, ScriptCall) else c for c in calls]
-    results = await _pipeline(client, commands)
+    results = yield commands
     refused = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
     if refused:
-        await load_all(client)
-        again = await _pipeline(client, [commands[i] for i in refused])
+        yield LOAD_ALL
+        again = yield [commands[i] for i in refused]
         for i, result in zip(refused, again, strict=True):
             results[i] = result
     for result in results:
-        if isinstance(result, Exception):
+        if isinstance(result, Exception) and not errors_in_place:
             raise result
     return results
 
 
-async def _pipeline(client: Redis, commands: Sequence[tuple[Arg, ...]]) -> list[Any]:
+async def run_atomic(client: Redis, calls: Sequence[ScriptCall | tuple[Arg, ...]]) -> list[Any]:
+    """Run commands and script calls in one MULTI/EXEC: all of them, or (if the client dies
+    before EXEC) none. Scripts go by source, so none can be refused for a flushed cache."""
+    pipe = client.pipeline(transaction=True)
+    for call in calls:
+        pipe.execute_command(*(call.source_command() if isinstance(call, ScriptCall) else call))
+    return list(await pipe.execute())
+
+
+async def run_many(client: Redis, calls: Sequence[ScriptCall | Command]) -> list[Any]:
+    """Run commands and script calls in one pipelined round trip, in order (:func:`pipelined`)."""
+    return await run_async(pipelined(calls), lambda commands: send_pipeline(client, commands))
+
+
+async def send_pipeline(client: Redis, commands: Sequence[Command]) -> list[Any]:
+    """One pipelined round trip; a refused command's error stands in place of its reply."""
     pipe = client.pipeline(transaction=False)
     for command in commands:
         pipe.execute_command(*command)

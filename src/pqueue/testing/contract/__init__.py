@@ -12,12 +12,16 @@ Each class asserts one area of docs/architecture.md; together they are the contr
 from pqueue.testing.contract.admin import AdminContract
 from pqueue.testing.contract.bad_input import BadInputContract
 from pqueue.testing.contract.concurrency import ConcurrencyContract
+from pqueue.testing.contract.control import CancelRunningContract, PauseContract
 from pqueue.testing.contract.enqueue import EnqueueContract
+from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
 from pqueue.testing.contract.lifecycle import LifecycleContract
+from pqueue.testing.contract.limits import LimitsContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract
 from pqueue.testing.contract.scan import ScanContract
+from pqueue.testing.contract.schedules import PeriodicContract, ScheduleStoreContract
 from pqueue.testing.contract.unique import UniqueContract
 from pqueue.testing.contract.wakeup import HandoffContract, WakeupContract
 
@@ -34,6 +38,12 @@ ALL_CONTRACTS = (
     WakeupContract,
     HandoffContract,
     ScanContract,
+    ScheduleStoreContract,
+    PeriodicContract,
+    PauseContract,
+    CancelRunningContract,
+    FlowContract,
+    LimitsContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

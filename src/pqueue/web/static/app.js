@@ -6,13 +6,15 @@
 
 const BASE = new URL(".", location.href);  // the app may be mounted under a prefix
 const KEY = "pqueue.token";
-const STATUSES = ["pending", "scheduled", "active", "retry", "completed", "dead"];
+const STATUSES = ["waiting", "pending", "scheduled", "active", "retry", "completed", "dead"];
+const CANCELLABLE = ["pending", "scheduled", "retry", "active", "waiting"];
 const HISTORY_SECONDS = 300;
 const POLL_MS = 2000;
 const history = new Map();  // queue -> [[time ms, done/s], ...] for the sparkline
 let role = null;
 let timer = null;
 let deadQueue = "";
+let noSchedules = false;  // the server answered 404 for GET /schedules: stop asking
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -162,10 +164,51 @@ async function loadQueues() {
     row.append(el("td", { class: "num", text: queue.done_per_second.toFixed(2) }));
     row.append(el("td", { class: "num", text: age(queue.oldest_pending_age) }));
     row.append(el("td", {}, sparkline(points, now)));
+    row.append(el("td", { "data-state": queue.paused ? "paused" : "running", class: queue.paused ? "error" : "muted", text: queue.paused ? "paused" : "running" }));
+    const action = queue.paused ? "resume" : "pause";
+    row.append(el("td", { class: "admin" },
+      el("button", { type: "button", "data-action": action, text: queue.paused ? "Resume" : "Pause", onclick: () => switchQueue(queue.name, action) })));
     body.append(row);
   }
-  if (!queues.length) body.append(el("tr", {}, el("td", { colspan: "10", class: "muted", text: "No queues yet." })));
+  if (!queues.length) body.append(el("tr", {}, el("td", { colspan: "12", class: "muted", text: "No queues yet." })));
   $("#updated").textContent = `Updated ${new Date(now).toLocaleTimeString()}; every ${POLL_MS / 1000} s.`;
+  await loadSchedules();
+}
+
+// Pause or resume a queue (admin); the table is drawn again from the answer.
+async function switchQueue(name, action) {
+  try {
+    const { changed } = await api("POST", `queues/${encodeURIComponent(name)}/${action}`);
+    const done = action === "pause" ? "paused" : "resumed";
+    say(changed ? `Queue ${name} ${done}.` : `Queue ${name} was already ${done}.`);
+    await loadQueues();
+  } catch (error) { failed(error); }
+}
+
+// The schedules panel is read-only and optional: a server without GET /schedules (404)
+// simply has no panel.
+async function loadSchedules() {
+  const panel = $("#schedules-panel");
+  if (noSchedules) return;
+  let schedules;
+  try {
+    ({ schedules } = await api("GET", "schedules"));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) { noSchedules = true; panel.hidden = true; return; }
+    throw error;
+  }
+  const body = $("#schedules tbody");
+  body.replaceChildren();
+  for (const s of schedules || []) {
+    const every = s.every === null || s.every === undefined ? "-" : `every ${age(Number(s.every))}`;
+    body.append(el("tr", { "data-schedule": s.name },
+      el("td", { text: s.name }), el("td", { text: s.type }), el("td", { text: s.queue }),
+      el("td", { text: s.cron ? `cron ${s.cron}` : every }), el("td", { text: s.tz || "-" }),
+      el("td", { text: when(s.next_run_at) }), el("td", { text: when(s.last_run_at) }),
+      el("td", { class: "num", text: String(s.missed ?? 0) }), el("td", { text: s.catch_up ? "yes" : "no" })));
+  }
+  if (!body.children.length) body.append(el("tr", {}, el("td", { colspan: "9", class: "muted", text: "No schedules." })));
+  panel.hidden = false;
 }
 
 function sparkline(points, now) {
@@ -260,7 +303,7 @@ async function loadJob(id) {
   $("#job-id").textContent = job.id;
   $("#job-status").textContent = job.status;
   $("#job-requeue").hidden = job.status !== "dead";
-  $("#job-cancel").hidden = !["pending", "scheduled", "retry"].includes(job.status);
+  $("#job-cancel").hidden = !CANCELLABLE.includes(job.status);
   const fields = $("#job-fields");
   fields.replaceChildren();
   for (const name of ["type", "queue", "attempt", "max_retries", "recoveries", "run_at", "created_at", "started_at", "finished_at", "unique_key", "idempotency_key"]) {
@@ -311,10 +354,11 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("#job-requeue").addEventListener("click", () => requeue({ ids: [$("#job-id").textContent] }, "Requeue this job?"));
   $("#job-cancel").addEventListener("click", async () => {
-    if (!(await confirmAction("Cancel this job?"))) return;
+    const running = $("#job-status").textContent === "active";
+    if (!(await confirmAction(running ? "Cancel this running job? Its handler is stopped." : "Cancel this job?"))) return;
     try {
       const { cancelled } = await api("DELETE", `jobs/${encodeURIComponent($("#job-id").textContent)}`);
-      say(cancelled ? "Cancelled." : "Too late: the job has started or finished.", !cancelled);
+      say(cancelled ? "Cancelled." : "Too late: the job has finished.", !cancelled);
       await loadJob($("#job-id").textContent);
     } catch (error) { failed(error); }
   });

@@ -217,3 +217,15 @@ local function pq_hand_off(pending, active, seq_key, parked, parkers, job_prefix
   end
   return handed
 end
+
+-- Forget a finishing job from its queue's `followed` set (jobs with dependants or a
+-- result() waiter, ADRs 0115-0117) and say which of the two it has: children?, watched?.
+-- Callers skip this while the set is empty (one SCARD per script run), so jobs of queues
+-- that use neither pay no extra field lookups.
+local function pq_followed(followed, key, id)
+  if redis.call('SREM', followed, id) == 0 then
+    return false, false
+  end
+  local f = redis.call('HMGET', key, 'children', 'watched')
+  return f[1] ~= false, f[2] ~= false
+end

@@ -5,14 +5,22 @@
 -- fences anything.) Completed job hashes expire after the retention
 -- window (PEXPIRE); prune.lua removes their index entries.
 --
+-- A job in `followed` with dependants (field `children`) is also recorded in `settled` and
+-- answered 2, so the broker tells its children (ADR 0116); one a result() waits on (field
+-- `watched`) is named on the results channel (ADR 0117). While `followed` is empty that
+-- costs one SCARD per call.
+--
 -- KEYS[1]  <p>:{q}:active
 -- KEYS[2]  <p>:{q}:completed    zset id -> finished_at ms
+-- KEYS[3]  <p>:{q}:settled      zset id -> finished ms (parents whose children wait to be told)
+-- KEYS[4]  <p>:{q}:followed     set of jobs with dependants or a result() waiter
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  retention ms (the job hash's TTL; 0 = no TTL, prune only)
 -- ARGV[4]  JSON object {id: [...], token: [...], result: [JSON text|null, ...]}; result
 --          is absent when no lease has one
--- Returns: array of 1 (completed) / 0 (lease lost), one per lease
+-- ARGV[5]  results channel
+-- Returns: array of 1 (completed) / 2 (completed, has dependants) / 0 (lease lost), one per lease
 -- Errors:  none of its own.
 
 local active, completed = KEYS[1], KEYS[2]
@@ -22,6 +30,7 @@ local retention = tonumber(ARGV[3])
 local batch = cjson.decode(ARGV[4])
 local ids, tokens, results = batch['id'], batch['token'], batch['result']
 local out, done = {}, {}
+local following = redis.call('SCARD', KEYS[4]) > 0
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
@@ -38,6 +47,16 @@ for i = 1, #ids do
     done[#done + 1] = now
     done[#done + 1] = id
     out[i] = 1
+    if following then
+      local children, watched = pq_followed(KEYS[4], key, id)
+      if children then
+        redis.call('ZADD', KEYS[3], now, id)
+        out[i] = 2
+      end
+      if watched then
+        redis.call('PUBLISH', ARGV[5], id)
+      end
+    end
   else
     out[i] = 0
   end

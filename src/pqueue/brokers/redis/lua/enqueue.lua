@@ -24,8 +24,9 @@
 --          id, payload                         arrays of text
 --          type, max_retries, max_recoveries   one value shared by all jobs, or an array
 --          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
---          idempotency_key, meta (JSON text)   absent when no job sets them, else an
---                                              array with null for jobs that do not
+--          idempotency_key, meta (JSON text),  absent when no job sets them, else an
+--          limit_key, limit ("rate burst       array with null for jobs that do not
+--          concurrency", '-' for none)         (a limited batch goes to its lane's keys)
 -- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
@@ -52,7 +53,7 @@ local recoveries_all, recoveries = shared(h['max_recoveries'])
 local run_ats, delays = h['run_at'], h['delay']
 local unique_keys, unique_fors = h['unique_key'], h['unique_for']
 local optional = {}
-for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta'}) do
+for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit'}) do
   if h[name] ~= nil then
     optional[#optional + 1] = {name, h[name]}
   end

@@ -5,6 +5,8 @@
 -- KEYS[3]  <p>:{q}:dead         zset id -> died ms
 -- KEYS[4]  <p>:{q}:seq
 -- KEYS[5]  <p>:{q}:job:<id>
+-- KEYS[6]  <p>:{q}:settled      (a dead job with dependants is recorded here; ADR 0116)
+-- KEYS[7]  <p>:{q}:followed     set of jobs with dependants or a result() waiter
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job id
 -- ARGV[3]  lease token
@@ -13,7 +15,8 @@
 -- ARGV[6]  error history length to keep
 -- ARGV[7]  wake-up channel
 -- ARGV[8]  queue name
--- Returns: 1 when recorded, 0 when the lease was lost
+-- ARGV[9]  results channel (a dead job a result() waits on is named there; ADR 0117)
+-- Returns: 1 when recorded (2: dead, and it has dependants to tell), 0 when the lease was lost
 -- Errors:  none of its own.
 
 local active, retry, dead, key = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
@@ -33,6 +36,14 @@ redis.call('ZREM', active, id)
 if ARGV[5] == '' then
   redis.call('HSET', key, 'status', 'dead', 'finished_at', pq_int(now))
   redis.call('ZADD', dead, now, id)
+  local children, watched = pq_followed(KEYS[7], key, id)
+  if watched then
+    redis.call('PUBLISH', ARGV[9], id)
+  end
+  if children then
+    redis.call('ZADD', KEYS[6], now, id)
+    return 2
+  end
   return 1
 end
 

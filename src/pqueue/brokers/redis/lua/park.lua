@@ -12,6 +12,9 @@
 -- KEYS[3]  <p>:{q}:retry
 -- KEYS[4]  <p>:{q}:parked       zset parked claimer -> parking expiry ms
 -- KEYS[5]  <p>:{q}:parkers      hash parked claimer -> "<limit> <lease ms>"
+-- KEYS[6]  <p>:{q}:paused       present while the queue is paused: nothing is due, nobody parks
+-- KEYS[7]  <p>:{q}:lanes        zset limit key -> when its lane may next be claimable ms
+--                               (_limits.lua): a lane's time counts as a due job's
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  the claimer: "<broker hand-off id> <worker id>", or '' to look without parking
 -- ARGV[3]  limit (>= 1)
@@ -20,6 +23,10 @@
 -- Returns: {1, 0} when a job is due (not parked), else {0, ms until the earliest
 --          scheduled/retry job is due, or -1 when there is none}
 -- Errors:  none of its own.
+
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  return {0, -1}
+end
 
 local pending, parked, parkers = KEYS[1], KEYS[4], KEYS[5]
 local now = pq_now(ARGV[1])
@@ -33,6 +40,10 @@ for _, zkey in ipairs({KEYS[2], KEYS[3]}) do
   if head ~= nil and (earliest == nil or head < earliest) then
     earliest = head
   end
+end
+local lane = pq_head_score(KEYS[7])
+if lane ~= nil and lane < math.huge and (earliest == nil or lane < earliest) then
+  earliest = lane
 end
 if earliest ~= nil and earliest <= now then
   return {1, 0}

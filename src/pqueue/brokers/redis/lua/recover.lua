@@ -8,12 +8,15 @@
 -- KEYS[1]  <p>:{q}:active
 -- KEYS[2]  <p>:{q}:pending
 -- KEYS[3]  <p>:{q}:dead
+-- KEYS[4]  <p>:{q}:settled      (a job dead with dependants is recorded here; ADR 0116)
+-- KEYS[5]  <p>:{q}:followed     set of jobs with dependants or a result() waiter
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  limit
 -- ARGV[4]  error history length to keep
 -- ARGV[5]  wake-up channel
 -- ARGV[6]  queue name
+-- ARGV[7]  results channel (a dead job a result() waits on is named there; ADR 0117)
 -- Returns: {recovered ids, dead ids}
 -- Errors:  none of its own.
 
@@ -37,6 +40,13 @@ for _, id in ipairs(expired) do
       redis.call('HSET', key, 'status', 'dead', 'finished_at', pq_int(now))
       redis.call('ZADD', dead, now, id)
       died[#died + 1] = id
+      local children, watched = pq_followed(KEYS[5], key, id)
+      if children then
+        redis.call('ZADD', KEYS[4], now, id)
+      end
+      if watched then
+        redis.call('PUBLISH', ARGV[7], id)
+      end
     else
       redis.call('HINCRBY', key, 'attempt', -1)
       redis.call('HSET', key, 'status', 'pending')

@@ -1,0 +1,94 @@
+"""The sync Client's Redis transport: redis-py's blocking client (hiredis) in the caller's thread.
+
+It drives the :class:`~pqueue.brokers.redis.broker.RedisBroker`'s own steps (scripts,
+keys, codecs, decoding, error translation); only the round trip is blocking. An
+unreachable server raises :class:`~pqueue.transport.Hop`: the asyncio broker then
+retries, reports the outage once and raises as it always did (ADR 0120).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from redis import BlockingConnectionPool, Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from pqueue.brokers.redis.broker import RedisBroker
+from pqueue.brokers.redis.core import unreachable
+from pqueue.brokers.redis.scripts import Command
+from pqueue.combine import Outcome, Request
+from pqueue.steps import Steps, run_sync
+from pqueue.transport import Hop, StepsTransport
+
+T = TypeVar("T")
+
+
+class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
+    """Blocking twins of the broker's producer calls; one per sync Client, shared by its threads."""
+
+    def __init__(self, broker: RedisBroker) -> None:
+        super().__init__(broker)
+        self.broker = broker
+        self._lock = threading.Lock()
+        self._client: Redis | None = None
+
+    def _redis(self) -> Redis:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    try:
+                        pool = BlockingConnectionPool.from_url(
+                            self.broker.options.url,
+                            max_connections=self.broker.options.pool_size,
+                            # One quick retry for a pooled connection the server closed; an
+                            # outage is the asyncio broker's to ride out and report.
+                            retry=Retry(NoBackoff(), 1),
+                            retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                            **self.broker.pool_options(),
+                        )
+                    except (ValueError, TypeError) as exc:
+                        raise self.broker.invalid_dsn(exc) from exc
+                    self._client = Redis(connection_pool=pool)
+        return self._client
+
+    def run(self, steps: Steps[list[Command], list[Any], T]) -> T:
+        """Drive one operation's steps here, translating errors as the broker does."""
+        try:
+            result = run_sync(steps, self._send)
+        except (RedisError, OSError) as exc:
+            if unreachable(exc):
+                raise Hop(f"redis at {self.broker.address}: {exc}") from exc
+            raise self.broker.translate(exc) from exc
+        self.broker.health.ok()
+        return result
+
+    def _send(self, commands: Sequence[Command]) -> list[Any]:
+        """One round trip (the asyncio broker's ``_send``, blocking)."""
+        client = self._redis()
+        if len(commands) == 1:
+            execute: Callable[..., Any] = client.execute_command
+            try:
+                return [execute(*commands[0])]
+            except ResponseError as exc:
+                return [exc]
+        pipe = client.pipeline(transaction=False)
+        queue: Callable[..., Any] = pipe.execute_command
+        for command in commands:
+            queue(*command)
+        return list(pipe.execute(raise_on_error=False))
+
+    def enqueue_each(self, requests: list[Request]) -> list[Outcome]:
+        """One pipeline for several callers (``RedisBroker.enqueue_each_steps``)."""
+        return self.run(self.broker.enqueue_each_steps(requests))
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+            client.connection_pool.disconnect()

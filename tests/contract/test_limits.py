@@ -1,0 +1,7 @@
+"""Contract: LimitsContract (see pqueue.testing.contract.limits), once per backend."""
+
+from pqueue.testing.contract import LimitsContract
+
+
+class TestLimits(LimitsContract):
+    pass
