@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import signal
 
-from pqueue.worker.shutdown import ShutdownSignals
+from pqueue.worker.shutdown import DUPLICATE_WITHIN, ShutdownSignals
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_first_signal_drains_second_forces_exit() -> None:
@@ -18,3 +26,28 @@ def test_first_signal_drains_second_forces_exit() -> None:
         handlers.handle(signal.SIGINT)
         assert exits == [128 + signal.SIGINT]
     assert signal.getsignal(signal.SIGTERM) == previous  # restored
+
+
+def test_sigterm_delivered_twice_at_once_still_drains() -> None:
+    """`timeout` signals the child and then its process group: one request, two deliveries."""
+    clock = FakeClock()
+    stops: list[bool] = []
+    exits: list[int] = []
+    handlers = ShutdownSignals(lambda: stops.append(True), exit=exits.append, clock=clock)
+    handlers.handle(signal.SIGTERM)
+    clock.now += DUPLICATE_WITHIN / 10
+    handlers.handle(signal.SIGTERM)
+    assert stops == [True] and exits == []
+    clock.now += DUPLICATE_WITHIN
+    handlers.handle(signal.SIGTERM)  # a later one is the operator insisting
+    assert exits == [128 + signal.SIGTERM]
+
+
+def test_quick_second_ctrl_c_forces_exit() -> None:
+    clock = FakeClock()
+    exits: list[int] = []
+    handlers = ShutdownSignals(lambda: None, exit=exits.append, clock=clock)
+    handlers.handle(signal.SIGINT)
+    clock.now += 0.05
+    handlers.handle(signal.SIGINT)
+    assert exits == [128 + signal.SIGINT]

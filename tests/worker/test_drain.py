@@ -151,10 +151,13 @@ def _read_until(
     return lines
 
 
-def test_sigterm_drains_and_exits_zero(backend_dsn: str, pqueue_open_broker: object) -> None:
+@pytest.mark.parametrize("deliveries", [1, 2], ids=["once", "twice-at-once"])
+def test_sigterm_drains_and_exits_zero(backend_dsn: str, pqueue_open_broker: object, deliveries: int) -> None:
+    """Twice at once is how `timeout` and a process-group kill deliver one stop request."""
     proc = _spawn(["-m", "tests.worker.apps.drain_app", backend_dsn])
     _read_until(proc, lambda lines: sum(line.startswith("started") for line in lines) == 3)
-    proc.send_signal(signal.SIGTERM)
+    for _ in range(deliveries):
+        proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     states = json.loads(out.strip().splitlines()[-1])

@@ -58,7 +58,8 @@ def log_level(text: str) -> str:
 
 DESCRIPTION = """\
 Run the jobs of MODULE:ROUTER until SIGTERM/SIGINT, then drain and exit 0.
-A second signal exits at once (held jobs come back when their leases expire).
+A second signal exits at once (held jobs come back when their leases expire); a
+SIGTERM repeated within a second of the first counts as the same request.
 Every flag has an environment variable (--shutdown-timeout: PQUEUE_SHUTDOWN_TIMEOUT).
 """
 

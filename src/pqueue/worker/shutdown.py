@@ -4,6 +4,11 @@ Handlers are installed with ``signal.signal`` rather than ``loop.add_signal_hand
 a Python-level handler runs in the main thread at the next bytecode even while a job
 blocks the event loop, so a second signal still forces exit at once. A forced exit
 leaves held jobs to lease expiry and recovery (no job is lost, some run again).
+
+A SIGTERM repeated within ``DUPLICATE_WITHIN`` of the first is one stop request delivered
+twice, not an operator insisting: coreutils ``timeout`` signals its child and then its
+process group, and a ``--processes`` parent forwards what the group already got. Only a
+later SIGTERM, or any repeated SIGINT (a person pressing Ctrl-C again), forces the exit.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 log = logging.getLogger("pqueue.worker")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DUPLICATE_WITHIN = 1.0  # seconds: a repeated SIGTERM this soon is the same request delivered twice
 
 
 def forced_exit_code(signum: int) -> int:
@@ -29,10 +36,18 @@ def forced_exit_code(signum: int) -> int:
 class ShutdownSignals:
     """Context manager: while active, the first signal calls ``on_stop``, the second exits now."""
 
-    def __init__(self, on_stop: Callable[[], None], *, exit: Callable[[int], Any] = os._exit) -> None:
+    def __init__(
+        self,
+        on_stop: Callable[[], None],
+        *,
+        exit: Callable[[int], Any] = os._exit,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.on_stop = on_stop
         self.exit = exit
+        self.clock = clock
         self.received = 0
+        self._first: tuple[int, float] | None = None  # (signal, when) of the drain request
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> ShutdownSignals:
@@ -51,12 +66,19 @@ class ShutdownSignals:
         self._previous.clear()
 
     def handle(self, signum: int, frame: FrameType | None = None) -> None:
-        self.received += 1
         name = signal.Signals(signum).name
-        if self.received == 1:
+        now = self.clock()
+        if self._first is None:
+            self._first = (signum, now)
+            self.received = 1
             log.info("%s received: draining (no new jobs; send it again to exit at once)", name)
             self.on_stop()
             return
+        first_signum, first_at = self._first
+        if signum == first_signum == signal.SIGTERM and now - first_at < DUPLICATE_WITHIN:
+            log.debug("SIGTERM again %.3fs after the first: the same request delivered twice", now - first_at)
+            return
+        self.received += 1
         os.write(
             2, f"pqueue: second {name}: exiting now; held jobs return when their leases expire\n".encode()
         )
