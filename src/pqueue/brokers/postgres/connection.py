@@ -40,6 +40,7 @@ from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 from pqueue.brokers.health import ServerHealth, describe, health_of
 from pqueue.brokers.postgres.codec import TOO_DEEP
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
+from pqueue.brokers.postgres.cursors import CursorCache
 from pqueue.errors import BrokerError, BrokerUnavailable, BrokerUnreachable, SchemaError
 from pqueue.logs import demote
 
@@ -182,6 +183,7 @@ class Database:
         self.health: ServerHealth = health_of(f"Postgres at {self.address}")
         """Shared by every broker of this process on that server: one log line per outage."""
         self._pool = self._new_pool()
+        self._cursors = CursorCache()
         self._translated = translated(config.schema, config.redacted)
         self._stale = False
         """A connection died: probe the server and start a fresh pool before the next statement."""
@@ -271,13 +273,21 @@ class Database:
                 raise
             return await self._once(query, params, prepare, as_dicts)  # replaced while we waited
         try:
-            cur = conn.cursor(row_factory=dict_row if as_dicts else tuple_row)
+            cur = self._cursors.cursor(conn, dict_row if as_dicts else tuple_row)
             await cur.execute(query, params, prepare=prepare and self.config.prepare)
             result = cur.pgresult
-            return await cur.fetchall() if result is not None and result.status == TUPLES_OK else []
+            rows: list[Any] = (
+                await cur.fetchall() if result is not None and result.status == TUPLES_OK else []
+            )
+            self._cursors.done(conn, len(rows))
+            return rows
         except psycopg.OperationalError as exc:
+            self._cursors.forget(conn)
             if conn.broken or conn.closed:
                 raise _ConnectionLost(exc) from exc
+            raise
+        except BaseException:
+            self._cursors.forget(conn)
             raise
         finally:
             await pool.putconn(conn)

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from pqueue.brokers.postgres.broker import PostgresBroker
 from pqueue.brokers.postgres.connection import TUPLES_OK, connection_kwargs, translated
 from pqueue.brokers.postgres.core import Rows, Statement
+from pqueue.brokers.postgres.cursors import CursorCache
 from pqueue.steps import Steps, run_sync
 from pqueue.transport import Hop, StepsTransport
 
@@ -41,6 +42,7 @@ class PostgresSyncTransport(StepsTransport[Statement, Rows]):
         self._translated = translated(broker.config.schema, broker.config.redacted)
         self._lock = threading.Lock()
         self._pool: ConnectionPool | None = None
+        self._cursors = CursorCache()
 
     def _connections(self) -> ConnectionPool:
         if self.broker.db.health.down:
@@ -77,11 +79,16 @@ class PostgresSyncTransport(StepsTransport[Statement, Rows]):
             except PoolTimeout as exc:
                 raise Hop(f"no free connection in the sync pool: {exc}") from exc
             try:
-                cur = conn.cursor(row_factory=tuple_row)
+                cur = self._cursors.cursor(conn, tuple_row)
                 cur.execute(query, params, prepare=prepare and self.broker.config.prepare)
                 result = cur.pgresult
-                return cur.fetchall() if result is not None and result.status == TUPLES_OK else []
-            except psycopg.OperationalError as exc:
+                rows: Rows = cur.fetchall() if result is not None and result.status == TUPLES_OK else []
+                self._cursors.done(conn, len(rows))
+                return rows
+            except BaseException as exc:
+                self._cursors.forget(conn)
+                if not isinstance(exc, psycopg.OperationalError):
+                    raise
                 if conn.broken or conn.closed:
                     self._drop(pool)
                     raise Hop(f"the connection was lost: {exc}") from exc
