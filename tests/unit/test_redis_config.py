@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,6 +16,7 @@ from pqueue.brokers.redis.codec import decode_job, enqueue_header
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.errors import ConfigError, CorruptJob
 from pqueue.job import JobStatus
+from pqueue.limits import Limit
 from pqueue.spec import build_spec
 
 
@@ -56,6 +58,32 @@ def test_enqueue_header_sends_shared_values_once_and_omits_unused_options() -> N
     assert not {"run_at", "delay", "timeout", "unique_key", "meta"} & set(header)
     mixed = json.loads(enqueue_header([build_spec("a", delay=1.5), build_spec("b", max_retries=9)]))
     assert mixed["type"] == ["a", "b"] and mixed["max_retries"] == [3, 9] and mixed["delay"] == [1500, None]
+
+
+@pytest.mark.parametrize(
+    ("options", "column", "value"),
+    [
+        ({"delay": 2}, "delay", 2000),
+        ({"run_at": datetime(2030, 1, 1, tzinfo=UTC)}, "run_at", 1893456000000),
+        ({"timeout": 1.5}, "timeout", "1.5"),
+        ({"unique_for": 3, "unique_key": "k"}, "unique_key", "k"),
+        ({"unique_for": 3, "unique_key": "k"}, "unique_for", 3000),
+        ({"idempotency_key": "i"}, "idempotency_key", "i"),
+        ({"meta": {"a": "b"}}, "meta", '{"a":"b"}'),
+        ({"limit": Limit("acme", rate=5.0)}, "limit_key", "acme"),
+        ({"limit": Limit("acme", concurrency=2)}, "limit", "- 1.0 2"),
+    ],
+)
+def test_an_optional_column_travels_when_any_job_sets_it(
+    options: dict[str, object], column: str, value: object
+) -> None:
+    """A plain job beside one that sets the option gets null in that column; a batch of
+    plain jobs sends no optional column at all."""
+    header = json.loads(enqueue_header([build_spec("t"), build_spec("t", **options)]))  # type: ignore[arg-type]
+    assert header[column] == [None, value]
+    assert set(json.loads(enqueue_header([build_spec("t")]))) == {
+        "id", "payload", "type", "max_retries", "max_recoveries"
+    }  # fmt: skip
 
 
 def test_a_lone_surrogate_travels_as_an_escape() -> None:

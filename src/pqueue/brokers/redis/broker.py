@@ -74,6 +74,37 @@ def _by_queue(items: Sequence[T], queue_of: Callable[[T], K]) -> dict[K, list[in
     return groups
 
 
+def _units(requests: Sequence[Sequence[JobSpec]]) -> tuple[dict[str, None], list[list[int]]]:
+    """The queues of ``requests``, and the requests grouped into script-call units: those
+    without unique keys together first, then each request with a unique key alone."""
+    queues: dict[str, None] = {}
+    shared: list[int] = []
+    units: list[list[int]] = []
+    for i, specs in enumerate(requests):
+        keyed = False
+        for spec in specs:
+            queues[spec.queue] = None
+            keyed = keyed or spec.unique_key is not None
+        if keyed:
+            units.append([i])
+        else:
+            shared.append(i)
+    if shared:
+        units.insert(0, shared)
+    return queues, units
+
+
+def _lane(spec: JobSpec) -> Lane:
+    return spec.queue, None if spec.limit is None else spec.limit.key
+
+
+def _lanes_of(specs: Sequence[JobSpec]) -> dict[Lane, list[int]]:
+    """Indices of ``specs`` by lane (queue, limit key), in first-seen order."""
+    if len(specs) == 1:
+        return {_lane(specs[0]): [0]}
+    return _by_queue(specs, _lane)
+
+
 class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     """The Redis backend: hot path here, inspection and admin in :class:`RedisInspector`,
     pause/resume and cancel of running jobs in :class:`RedisControl`, dependencies and
@@ -160,31 +191,29 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         key alone can fail (a hand-written key of another type), and a script keeps the
         writes made before an error, so sharing its call could half-store a neighbour.
         """
-        queues = {spec.queue: None for specs in requests for spec in specs}
-        now, channel = self.now_arg(), self.keys.wake_channel
+        queues, units = _units(requests)
+        now, channel, handoff = self.now_arg(), self.keys.wake_channel, self.keys.handoff_prefix
         register = self._unregistered(queues)
         batch: list[Any] = [("SADD", self.keys.queues, *register)] if register else []
-        keyed = [any(s.unique_key is not None for s in specs) for specs in requests]
-        shared = [i for i, has_key in enumerate(keyed) if not has_key]
-        units = ([shared] if shared else []) + [[i] for i, has_key in enumerate(keyed) if has_key]
-        plans: list[tuple[list[JobSpec], list[tuple[int, list[int]]]]] = []
+        plans: list[tuple[Sequence[JobSpec], list[tuple[int, list[int]]]]] = []
         for unit in units:
-            specs = [spec for i in unit for spec in requests[i]]
+            specs = requests[unit[0]] if len(unit) == 1 else [s for i in unit for s in requests[i]]
             plan: list[tuple[int, list[int]]] = []  # (reply index, indices into specs)
-            lanes = _by_queue(specs, lambda s: (s.queue, None if s.limit is None else s.limit.key))
-            for (queue, limit_key), indices in lanes.items():
+            for (queue, limit_key), indices in _lanes_of(specs).items():
                 k = self.keys_for(queue, limit_key)  # a limited job waits in its lane (ADR 0110)
                 if limit_key is not None:  # before its jobs: a lane listed without jobs is dropped
                     batch.append(("ZADD", self.lanes(queue).zset, "LT", 0, limit_key))
                 for start in range(0, len(indices), ENQUEUE_CHUNK):
                     chunk = indices[start : start + ENQUEUE_CHUNK]
                     plan.append((len(batch), chunk))
-                    chunk_specs = [specs[i] for i in chunk]
-                    batch.append(calls.enqueue(k, chunk_specs, now, channel, self.keys.handoff_prefix))
+                    chunk_specs = specs if len(chunk) == len(specs) else [specs[i] for i in chunk]
+                    batch.append(calls.enqueue(k, chunk_specs, now, channel, handoff))
             plans.append((specs, plan))
         replies = yield from pipelined(batch, errors_in_place=True)
         if register and not isinstance(replies[0], Exception):
             self._registered.update(dict.fromkeys(register, time.monotonic()))
+        if len(requests) == 1:
+            return [self._enqueued(*plans[0], replies)]
         outcomes: list[Outcome | None] = [None] * len(requests)
         for unit, (specs, plan) in zip(units, plans, strict=True):
             outcome = self._enqueued(specs, plan, replies)

@@ -140,6 +140,34 @@ def _shared(values: list[Any]) -> Any:
     return values[0] if values.count(values[0]) == len(values) else values
 
 
+_OPTIONAL_COLUMNS: tuple[tuple[str, Callable[[JobSpec], Any]], ...] = (
+    ("run_at", lambda s: None if s.run_at is None else to_ms(s.run_at)),
+    ("delay", lambda s: None if s.delay is None else to_ms(s.delay)),
+    ("timeout", lambda s: None if s.timeout is None else repr(s.timeout)),
+    ("unique_key", lambda s: s.unique_key),
+    ("unique_for", lambda s: None if s.unique_for is None else max(1, to_ms(s.unique_for))),
+    ("idempotency_key", lambda s: s.idempotency_key),
+    ("meta", lambda s: _compact(dict(s.meta)) if s.meta else None),
+    ("limit_key", lambda s: None if s.limit is None else s.limit.key),
+    ("limit", lambda s: None if s.limit is None else s.limit.to_text()),
+)
+"""enqueue.lua's optional columns: name, and a job's value (None: the job does not set it)."""
+
+
+def _sets_options(spec: JobSpec) -> bool:
+    """Whether ``spec`` sets any optional column (most jobs set none: a cheaper header)."""
+    return not (
+        spec.run_at is None
+        and spec.delay is None
+        and spec.timeout is None
+        and spec.unique_key is None
+        and spec.unique_for is None
+        and spec.idempotency_key is None
+        and not spec.meta
+        and spec.limit is None
+    )
+
+
 def enqueue_header(specs: Sequence[JobSpec]) -> str:
     """enqueue.lua's ARGV[6]: the batch as JSON columns (see the script's header).
 
@@ -153,20 +181,11 @@ def enqueue_header(specs: Sequence[JobSpec]) -> str:
         "max_retries": _shared([s.max_retries for s in specs]),
         "max_recoveries": _shared([s.max_recoveries for s in specs]),
     }
-    optional: dict[str, list[Any]] = {
-        "run_at": [None if s.run_at is None else to_ms(s.run_at) for s in specs],
-        "delay": [None if s.delay is None else to_ms(s.delay) for s in specs],
-        "timeout": [None if s.timeout is None else repr(s.timeout) for s in specs],
-        "unique_key": [s.unique_key for s in specs],
-        "unique_for": [None if s.unique_for is None else max(1, to_ms(s.unique_for)) for s in specs],
-        "idempotency_key": [s.idempotency_key for s in specs],
-        "meta": [_compact(dict(s.meta)) if s.meta else None for s in specs],
-        "limit_key": [None if s.limit is None else s.limit.key for s in specs],
-        "limit": [None if s.limit is None else s.limit.to_text() for s in specs],
-    }
-    for name, column in optional.items():
-        if column.count(None) != len(column):
-            header[name] = column
+    optioned = [s for s in specs if _sets_options(s)]
+    if optioned:
+        for name, value_of in _OPTIONAL_COLUMNS:
+            if any(value_of(s) is not None for s in optioned):
+                header[name] = [value_of(s) for s in specs]
     text = _compact(header)
     if not _is_utf8(text):
         header["payload"] = [_utf8_json(p) for p in header["payload"]]
