@@ -34,7 +34,9 @@ end
 
 -- The score of the first member of a sorted set, or nil when it is empty.
 local function pq_head_score(zkey)
-  local head = redis.call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+  -- Text indexes: redis.call formats each Lua number argument anew (snprintf), a
+  -- measurable share of a short script's run time.
+  local head = redis.call('ZRANGE', zkey, '0', '0', 'WITHSCORES')
   if #head == 0 then
     return nil
   end
@@ -62,13 +64,17 @@ local function pq_sort_due(entries, job_prefix)
 end
 
 -- Move up to `limit` due jobs (run_at <= now) from the scheduled and retry sets to the
--- tail of pending, by (run_at, enqueue order). Returns how many moved.
+-- tail of pending, by (run_at, enqueue order). Returns how many moved. A set passed as
+-- false is not searched (enqueue.lua, which knows from the set's head that nothing in it
+-- is due).
 local function pq_promote(pending, scheduled, retry, job_prefix, now, limit)
   local due = {}
   for _, zkey in ipairs({scheduled, retry}) do
-    local found = redis.call('ZRANGE', zkey, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
-    for i = 1, #found, 2 do
-      due[#due + 1] = {found[i], tonumber(found[i + 1]), zkey}
+    if zkey then
+      local found = redis.call('ZRANGE', zkey, '-inf', now, 'BYSCORE', 'LIMIT', '0', limit, 'WITHSCORES')
+      for i = 1, #found, 2 do
+        due[#due + 1] = {found[i], tonumber(found[i + 1]), zkey}
+      end
     end
   end
   if #due == 0 then

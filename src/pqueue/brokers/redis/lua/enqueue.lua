@@ -7,6 +7,11 @@
 -- straight to parked claimers, leased (pq_hand_off in _lib.lua); a wake-up is published
 -- only if due jobs are left over for the others.
 --
+-- Cost: most calls store one plain immediate job in a queue with nothing scheduled,
+-- retrying or parked. One EXISTS over those three sets and the new jobs' keys stands in
+-- for a lookup of each; only what it finds present is looked at further (`unknown`
+-- below). Such a call makes 6 calls: TIME, LLEN, EXISTS, INCRBY, HSET, RPUSH.
+--
 -- KEYS[1]  <p>:{q}:pending      list of due job ids
 -- KEYS[2]  <p>:{q}:scheduled    zset id -> run_at ms
 -- KEYS[3]  <p>:{q}:retry        zset id -> run_at ms
@@ -32,8 +37,10 @@
 --          or unique key.
 -- Errors:  none of its own.
 
-local pending, scheduled = KEYS[1], KEYS[2]
+local pending, scheduled, retry, parked = KEYS[1], KEYS[2], KEYS[3], KEYS[6]
 local now = pq_now(ARGV[1])
+-- now as text, formatted once: redis.call formats every Lua number argument anew.
+local now_text = pq_int(now)
 local job_prefix = ARGV[2]
 local h = cjson.decode(ARGV[6])
 local NULL = cjson.null
@@ -52,19 +59,72 @@ local retries_all, retries = shared(h['max_retries'])
 local recoveries_all, recoveries = shared(h['max_recoveries'])
 local run_ats, delays = h['run_at'], h['delay']
 local unique_keys, unique_fors = h['unique_key'], h['unique_for']
+-- {field, column} for the columns stored as they are. They are absent unless a job of the
+-- batch sets them, and most batches set none: the `or` spares those building the list.
 local optional = {}
-for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit'}) do
-  if h[name] ~= nil then
-    optional[#optional + 1] = {name, h[name]}
+if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit'] then
+  for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit'}) do
+    if h[name] ~= nil then
+      optional[#optional + 1] = {name, h[name]}
+    end
   end
 end
 
+-- Read first, like every lookup below: a pending key of the wrong type fails the script
+-- before it writes anything.
 local was_empty = redis.call('LLEN', pending) == 0
-local head = pq_head_score(scheduled)
-pq_promote(pending, scheduled, KEYS[3], job_prefix, now, tonumber(ARGV[5]))
+
+local keys = {}
+for i = 1, n do
+  keys[i] = job_prefix .. ids[i]
+end
+
+-- How many of the keys a plain enqueue finds absent exist: the scheduled, retry and
+-- parked sets and the new jobs' keys (chunked for unpack()). Each lookup below that finds
+-- one of them takes it off the count; once it is 0 the rest are known to be absent and
+-- are not looked up. A queue with nothing scheduled, retrying or parked so pays one EXISTS
+-- instead of a lookup per set and an EXISTS per job.
+local unknown = redis.call('EXISTS', scheduled, retry, parked, unpack(keys, 1, math.min(n, 1000)))
+for i = 1001, n, 1000 do
+  unknown = unknown + redis.call('EXISTS', unpack(keys, i, math.min(i + 999, n)))
+end
+-- The heads of scheduled (before this run adds to it: see the wake-up below) and retry,
+-- nil for an empty set; whether a claimer is parked. Parked is asked before retry as it
+-- is present more often (idle workers), so the count more often runs out before retry.
+local head, retry_head, is_parked = nil, nil, false
+if unknown > 0 then
+  head = pq_head_score(scheduled)
+  if head ~= nil then
+    unknown = unknown - 1
+  end
+end
+if unknown > 0 then
+  is_parked = redis.call('EXISTS', parked) == 1
+  if is_parked then
+    unknown = unknown - 1
+  end
+end
+if unknown > 0 then
+  retry_head = pq_head_score(retry)
+  if retry_head ~= nil then
+    unknown = unknown - 1
+  end
+end
+
+-- Promote, searching only a set whose head is due.
+local scheduled_due, retry_due = head ~= nil and head <= now, retry_head ~= nil and retry_head <= now
+local moved = 0
+if scheduled_due or retry_due then
+  moved = pq_promote(pending, scheduled_due and scheduled, retry_due and retry, job_prefix, now,
+    tonumber(ARGV[5]))
+end
+-- What is left of `unknown` counts new jobs' keys that exist, and promoting may have
+-- created one (its HSET on a stale entry's missing job): then every job is looked up.
+-- Otherwise none existed, and only a job stored earlier in this batch can hold an id.
+local look_up = unknown > 0 or moved > 0
 
 local seq = redis.call('INCRBY', KEYS[4], n) - n
-local out, due, later = {}, {}, {}
+local out, due, later, stored = {}, {}, {}, {}
 local earliest = nil
 local unique_index = 7
 
@@ -75,7 +135,7 @@ local function holder_of(i, id, key)
     unique_index = unique_index + 1
     unique_key = KEYS[unique_index]
   end
-  if redis.call('EXISTS', key) == 1 then
+  if stored[id] or (look_up and redis.call('EXISTS', key) == 1) then
     return id
   end
   if unique_key == nil then
@@ -95,7 +155,7 @@ end
 
 for i = 1, n do
   local id = ids[i]
-  local key = job_prefix .. id
+  local key = keys[i]
   local holder = holder_of(i, id, key)
   if holder ~= nil then
     out[i] = holder
@@ -118,8 +178,9 @@ for i = 1, n do
     else
       due[#due + 1] = id
     end
+    -- now and seq go as text (see now_text)
     redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
-      'run_at', run_at, 'created_at', now, 'seq', seq,
+      'run_at', run_at == now and now_text or run_at, 'created_at', now_text, 'seq', pq_int(seq),
       'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i])
     for _, column in ipairs(optional) do
       local value = column[2][i]
@@ -127,6 +188,7 @@ for i = 1, n do
         redis.call('HSET', key, column[1], value)
       end
     end
+    stored[id] = true
     out[i] = 1
   end
 end
@@ -137,8 +199,16 @@ end
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
-pq_hand_off(pending, KEYS[5], KEYS[4], KEYS[6], KEYS[7], job_prefix, now, ARGV[7], ARGV[4])
-if (was_empty and redis.call('LLEN', pending) > 0) or (earliest ~= nil and (head == nil or earliest < head)) then
+-- Due jobs left for a wake-up, if pending was empty: all this run pushed, unless parked
+-- claimers took some (without one pq_hand_off would do nothing: its first check).
+local left = moved + #due
+if is_parked then
+  pq_hand_off(pending, KEYS[5], KEYS[4], parked, KEYS[7], job_prefix, now, ARGV[7], ARGV[4])
+  if was_empty then
+    left = redis.call('LLEN', pending)
+  end
+end
+if (was_empty and left > 0) or (earliest ~= nil and (head == nil or earliest < head)) then
   redis.call('PUBLISH', ARGV[3], ARGV[4])
 end
 return out
