@@ -3,7 +3,8 @@
 # compares figures taken within the same minute: single enqueues (sync Client vs huey,
 # pgqueuer and the pgbench ceiling of enqueue_one) and 16-way producers (16 threads sharing
 # one sync Client, 16 coroutines sharing one AsyncClient, huey from 16 threads, pgqueuer on
-# 16 connections). PEERS_PY is a Python with the peers installed (the harness's venv).
+# 16 connections), and the C clients' ceilings of pqueue's own single-enqueue script and
+# statement (redis-benchmark, pgbench). PEERS_PY is a Python with the peers installed (the harness's venv).
 #
 #   PEERS_PY=/path/to/peers-venv/bin/python bench/producers.sh
 set -euo pipefail
@@ -17,6 +18,7 @@ for rep in $(seq 1 "$REPEAT"); do
   echo "# rep $rep"
   one $PY bench/producers.py --system sync --backend redis --threads 1
   one $PEERS_PY bench/producers.py --system huey --threads 1
+  $PY bench/ceiling_enqueue_redis.py --n "$N" --runs 1
   one $PY bench/producers.py --system sync --backend redis --threads 16
   one $PEERS_PY bench/producers.py --system huey --threads 16
   one $PY bench/producers.py --system async --backend redis --threads 16
