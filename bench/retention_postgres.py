@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import statistics
 import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -103,6 +104,21 @@ LITERALS = {
 }
 
 
+EXAMPLE: dict[str, object] = {
+    "queues": [QUEUE], "limit": 100, "lease_for": LEASE, "worker_id": "w", "now": None,
+    "unpark": False, "id": [uuid.uuid4()], "token": [1],
+}  # fmt: skip
+"""Values of the broker's types for LITERALS' parameters (only their types are used)."""
+
+
+def _type_name(conn: psycopg.Connection[Any], oid: int) -> str:
+    """A dumped parameter's type as PREPARE takes it; a None (oid 0) is left to the server."""
+    if not oid:
+        return "unknown"
+    info = conn.adapters.types[oid]
+    return f"{info.regtype}[]" if oid == info.array_oid else info.regtype
+
+
 def explain(base: str, schema: str) -> str:
     """Generic plans (as the broker's prepared statements run them) of the claim, with
     nothing due, and of the ack of one lease that matches nothing: what they read."""
@@ -113,9 +129,10 @@ def explain(base: str, schema: str) -> str:
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         for name in ("claim", "ack"):
             converted = PostgresQuery(psycopg.adapt.Transformer(conn))
-            example = {key: None for key in LITERALS}
-            converted.convert(queries_for(schema)[name], example)
-            conn.execute(b"PREPARE plan_" + name.encode() + b" AS " + converted.query)
+            converted.convert(queries_for(schema)[name], EXAMPLE)
+            converted.dump(EXAMPLE)  # the parameter types the broker's statement is prepared with
+            types = ", ".join(_type_name(conn, oid) for oid in converted.types)
+            conn.execute(f"PREPARE plan_{name} ({types}) AS ".encode() + converted.query)
             values = ", ".join(LITERALS[key] for key in converted._order or [])
             rows = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE plan_{name}({values})")
             out.append(f"{name}:\n" + "\n".join(row[0] for row in rows))
