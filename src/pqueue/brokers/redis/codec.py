@@ -155,7 +155,8 @@ _OPTIONAL_COLUMNS: tuple[tuple[str, Callable[[JobSpec], Any]], ...] = (
 
 
 def _sets_options(spec: JobSpec) -> bool:
-    """Whether ``spec`` sets any optional column (most jobs set none: a cheaper header)."""
+    """Whether ``spec`` sets any optional column (most jobs set none: a cheaper header).
+    Names every field :data:`_OPTIONAL_COLUMNS` reads; the header's unit tests check each."""
     return not (
         spec.run_at is None
         and spec.delay is None
