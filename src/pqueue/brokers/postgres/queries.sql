@@ -14,6 +14,9 @@
 --   {job_json}        the same columns of a row aliased j as one JSON array, times as
 --                     epoch seconds (the hand-off message, built by migration 0002's
 --                     hand_off function)
+--   {lease}           the SET list that leases a job row aliased t to %(worker_id)s for
+--                     %(lease_for)s seconds (status, attempt, token, deadline): one text for
+--                     the claim's two updates
 -- Parameters are psycopg named placeholders: %(name)s, or %(name)b for the arrays of batch
 -- statements (binary format: no text quoting to build, about 4x cheaper for the client).
 -- No literal percent signs.
@@ -290,25 +293,13 @@ limited_leased AS (
     -- A statement of its own beside the update below, whose plan (a nested loop from
     -- picked over jobs_pkey; it reads the first queue row, with the unpark, even when no
     -- job is due) stays the one of the claim without limits.
-    UPDATE {schema}.jobs AS t SET
-        status = 'active',
-        attempt = t.attempt + 1,
-        started_at = {now},
-        lease_token = nextval('{schema}.lease_token'),
-        lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
-        worker_id = %(worker_id)s
+    UPDATE {schema}.jobs AS t SET {lease}
     FROM limited
     WHERE t.id = limited.id
     RETURNING limited.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns}
 ),
 leased AS (
-    UPDATE {schema}.jobs AS t SET
-        status = 'active',
-        attempt = t.attempt + 1,
-        started_at = {now},
-        lease_token = nextval('{schema}.lease_token'),
-        lease_expires_at = {now} + make_interval(secs => %(lease_for)s),
-        worker_id = %(worker_id)s
+    UPDATE {schema}.jobs AS t SET {lease}
     FROM picked, relaxed
     WHERE t.id = picked.id
     RETURNING picked.pos, t.seq, t.lease_token, t.lease_expires_at, {job_columns}

@@ -30,6 +30,13 @@ NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
 JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in (*JOB_COLUMNS, "limit_key"))
 """The job columns and, last, the job's limit group (migration 0006; not in the hand-off's
 {job_json}, which migration 0002 fixed, and never needed there: limited jobs are not handed off)."""
+LEASE_EXPRESSION = (
+    "status = 'active', attempt = t.attempt + 1, started_at = {now}, "
+    "lease_token = nextval('{schema}.lease_token'), "
+    "lease_expires_at = {now} + make_interval(secs => %(lease_for)s), worker_id = %(worker_id)s"
+)
+"""What leasing a job row aliased t sets (the claim's updates of unlimited and limited
+jobs); its own {now} and {schema} are filled by :func:`render` after it."""
 _TIMESTAMP_COLUMNS = frozenset({"run_at", "created_at", "started_at", "finished_at"})
 JOB_JSON_EXPRESSION = "json_build_array({})".format(
     ", ".join(
@@ -121,6 +128,7 @@ def render(text: str, schema: str) -> LiteralString:
     validate_schema(schema)
     channel = channel_for(schema)
     values = {
+        "{lease}": LEASE_EXPRESSION,  # first: it holds placeholders of its own
         "{schema}": sql.Identifier(schema).as_string(),
         "{channel}": sql.Literal(channel).as_string(),
         "{listen_channel}": sql.Identifier(channel).as_string(),
