@@ -21,6 +21,10 @@
 -- statements (binary format: no text quoting to build, about 4x cheaper for the client).
 -- No literal percent signs.
 --
+-- A lease is matched by (id, lease_token) alone, never with `status = 'active'` beside
+-- them: a token is set only while its job is active (jobs_token_only_active, migration
+-- 0007), and a status test lets the planner read every active lease through jobs_leases
+-- instead of each job through jobs_pkey (ADR 0131).
 -- Notifications carry "<queue> <seconds until its earliest new job is due>"; the listener
 -- wakes idle claimers at once for 0 and lowers their sleep for a later time.
 
@@ -320,7 +324,7 @@ UPDATE {schema}.jobs AS t SET
     lease_token = NULL,
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
-WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+WHERE t.id = d.id AND t.lease_token = d.token
 RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
 
 
@@ -334,7 +338,7 @@ UPDATE {schema}.jobs AS t SET
     lease_token = NULL,
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
-WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+WHERE t.id = d.id AND t.lease_token = d.token
 RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
 
 
@@ -360,7 +364,7 @@ WITH moved AS (
         ),
         lease_token = NULL,
         lease_expires_at = NULL
-    WHERE t.id = %(id)s AND t.lease_token = %(token)s AND t.status = 'active'
+    WHERE t.id = %(id)s AND t.lease_token = %(token)s
     RETURNING t.queue, t.status, t.run_at,
         -- dead: settle dependants and waiters (migration 0005), as `ack` does
         CASE WHEN t.status = 'dead' AND (t.has_children OR t.watched)
@@ -395,7 +399,7 @@ WITH moved AS (
         lease_token = NULL,
         lease_expires_at = NULL
     FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
-    WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+    WHERE t.id = d.id AND t.lease_token = d.token
     RETURNING t.id, t.queue, t.run_at
 ),
 woken AS (
@@ -410,7 +414,7 @@ SELECT moved.id FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 UPDATE {schema}.jobs AS t SET
     lease_expires_at = {now} + make_interval(secs => %(lease_for)s)
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
-WHERE t.id = d.id AND t.lease_token = d.token AND t.status = 'active'
+WHERE t.id = d.id AND t.lease_token = d.token
 RETURNING t.id;
 
 

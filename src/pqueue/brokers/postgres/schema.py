@@ -86,6 +86,8 @@ def _jobs(md: MetaData, schema: str) -> Table:
         PrimaryKeyConstraint("id", name="jobs_pkey"),
         CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
+        # migration 0007: a token only on an active job (ADR 0131)
+        CheckConstraint("lease_token IS NULL OR status = 'active'", name="jobs_token_only_active"),
         Index("jobs_claim", "queue", "run_at", "seq", postgresql_where=text(_LIVE)),
         Index("jobs_delayed", "run_at", postgresql_where=text("status IN ('scheduled', 'retry')")),
         Index("jobs_leases", "lease_expires_at", postgresql_where=text("status = 'active'")),
