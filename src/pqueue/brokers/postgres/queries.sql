@@ -25,6 +25,7 @@
 -- them: a token is set only while its job is active (jobs_token_only_active, migration
 -- 0007), and a status test lets the planner read every active lease through jobs_leases
 -- instead of each job through jobs_pkey (ADR 0131).
+--
 -- Notifications carry "<queue> <seconds until its earliest new job is due>"; the listener
 -- wakes idle claimers at once for 0 and lowers their sleep for a later time.
 
