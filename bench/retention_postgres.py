@@ -7,7 +7,9 @@ not yet prunable), then vacuumed and analysed, as autovacuum would. Then, ``--re
 times and alternating between the two schemas:
 
 - ``claim_ack``: ``--n`` jobs enqueued (untimed), then claimed ``--claim-batch`` at a
-  time and acked, one broker, timed from the first claim to the last ack;
+  time and acked, one broker, timed from the first claim to the last ack; with
+  ``--running K``, K jobs of another queue are held leased (active) meanwhile in both
+  schemas, as long jobs of other workers are (an ack must not read them, ADR 0131);
 
 and once, on the history schema: ``EXPLAIN (ANALYZE, BUFFERS)`` of the claim and the ack
 with generic plans (what the broker's prepared statements run), which must read the
@@ -179,6 +181,24 @@ async def claim_ack_while_pruning(dsn: str, n: int, batch: int, *, paced: bool) 
     return rate, gone
 
 
+async def hold_running(dsn: str, k: int) -> None:
+    """Lease ``k`` jobs of the queue ``running`` for an hour and leave them active."""
+    broker = pqueue.connect(dsn)
+    await broker.open()
+    try:
+        specs = [pqueue.build_spec("bench:long", {"i": i}, queue="running") for i in range(k)]
+        for i in range(0, k, 1000):
+            await broker.enqueue(specs[i : i + 1000])
+        held = 0
+        while held < k:
+            leases = await broker.claim(["running"], worker_id="other", limit=1000, lease_for=3600.0)
+            if not leases:
+                raise RuntimeError(f"hold_running: only {held} of {k} jobs came back")
+            held += len(leases)
+    finally:
+        await broker.close()
+
+
 def size(base: str, schema: str) -> str:
     rows = sql(
         base, f"SELECT pg_size_pretty(pg_total_relation_size('{schema}.jobs')), count(*) FROM {schema}.jobs"
@@ -198,6 +218,7 @@ def main() -> None:
     parser.add_argument("--claim-batch", type=int, default=100)
     parser.add_argument("--prune-batch", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--running", type=int, default=0, help="jobs held active meanwhile")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     empty, history = f"{args.prefix}_empty", f"{args.prefix}_history"
@@ -209,6 +230,10 @@ def main() -> None:
         took = fill(args.dsn, history, args.retained)  # the last 50 min: within the 1-day retention
         print(f"filled {history}: {size(args.dsn, history)} in {took:.0f} s")
         sql(args.dsn, f"VACUUM ANALYZE {empty}.jobs")
+        if args.running:
+            for schema in schemas.values():
+                asyncio.run(hold_running(dsn_for(args.dsn, schema), args.running))
+            print(f"holding {args.running:,} jobs active in each schema")
         rates: dict[str, list[float]] = {"empty": [], "history": []}
         for _ in range(args.repeat):
             for name, schema in schemas.items():
