@@ -58,7 +58,6 @@ async def test_settling_a_lease_reads_its_job_by_primary_key_however_many_are_ac
 def test_a_token_on_a_job_that_is_not_active_is_refused(
     pg_url: str, migrated_dsn: str, schema_name: str
 ) -> None:
-    migrate(migrated_dsn)
     jobs = sql.SQL("{}.jobs").format(sql.Identifier(schema_name))
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(
