@@ -74,13 +74,18 @@ def fill(
     return time.perf_counter() - started
 
 
+async def enqueue_noops(broker: pqueue.Broker, job_type: str, queue: str, n: int) -> None:
+    """Enqueue ``n`` jobs of ``job_type`` in ``queue``, 1,000 per call (untimed set-up)."""
+    specs = [pqueue.build_spec(job_type, {"i": i}, queue=queue) for i in range(n)]
+    for i in range(0, n, 1000):
+        await broker.enqueue(specs[i : i + 1000])
+
+
 async def claim_ack(dsn: str, n: int, batch: int) -> float:
     broker = pqueue.connect(dsn)
     await broker.open()
     try:
-        specs = [pqueue.build_spec("bench:noop", {"i": i}, queue=QUEUE) for i in range(n)]
-        for i in range(0, n, 1000):
-            await broker.enqueue(specs[i : i + 1000])
+        await enqueue_noops(broker, "bench:noop", QUEUE, n)
         start = time.perf_counter()
         done = 0
         while done < n:
@@ -186,9 +191,7 @@ async def hold_running(dsn: str, k: int) -> None:
     broker = pqueue.connect(dsn)
     await broker.open()
     try:
-        specs = [pqueue.build_spec("bench:long", {"i": i}, queue="running") for i in range(k)]
-        for i in range(0, k, 1000):
-            await broker.enqueue(specs[i : i + 1000])
+        await enqueue_noops(broker, "bench:long", "running", k)
         held = 0
         while held < k:
             leases = await broker.claim(["running"], worker_id="other", limit=1000, lease_for=3600.0)

@@ -30,6 +30,18 @@ def _generic_plan(pg_url: str, statement: str, params: dict[str, Any]) -> str:
     return "\n".join(row[0] for row in rows)
 
 
+def _insert_job(conn: psycopg.Connection[Any], schema: str, status: str, token: int | None) -> None:
+    """Write one job row by hand, bypassing the broker (as a bug or an old version could)."""
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {}.jobs (id, run_at, created_at, max_retries, max_recoveries, status, queue, "
+            "type, payload, lease_token) VALUES (gen_random_uuid(), now(), now(), 3, 5, %s, 'q', 't', "
+            "'{{}}', %s)"
+        ).format(sql.Identifier(schema)),
+        [status, token],
+    )
+
+
 async def test_settling_a_lease_reads_its_job_by_primary_key_however_many_are_active(
     pg_url: str, migrated_dsn: str, schema_name: str
 ) -> None:
@@ -41,7 +53,7 @@ async def test_settling_a_lease_reads_its_job_by_primary_key_however_many_are_ac
     assert len(leases) == ACTIVE
     ids, tokens = [leases[0].job.id], [leases[0].token]
     common = {"now": None, "kind": None, "message": None, "traceback": None, "keep": 10}
-    statements = {
+    statements: dict[str, dict[str, Any]] = {
         "ack": {"id": ids, "token": tokens},
         "ack_results": {"id": ids, "token": tokens, "result": ["1"]},
         "release": {"id": ids, "token": tokens, "delay": 0.0},
@@ -58,16 +70,10 @@ async def test_settling_a_lease_reads_its_job_by_primary_key_however_many_are_ac
 def test_a_token_on_a_job_that_is_not_active_is_refused(
     pg_url: str, migrated_dsn: str, schema_name: str
 ) -> None:
-    jobs = sql.SQL("{}.jobs").format(sql.Identifier(schema_name))
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {} (id, run_at, created_at, max_retries, max_recoveries, status, queue, "
-                "type, payload) VALUES (gen_random_uuid(), now(), now(), 3, 5, 'pending', 'q', 't', '{{}}')"
-            ).format(jobs)
-        )
+        _insert_job(conn, schema_name, "pending", None)
         with pytest.raises(psycopg.errors.CheckViolation, match="jobs_token_only_active"):
-            conn.execute(sql.SQL("UPDATE {} SET lease_token = 7").format(jobs))
+            conn.execute(sql.SQL("UPDATE {}.jobs SET lease_token = 7").format(sql.Identifier(schema_name)))
 
 
 def test_migration_0007_clears_a_stray_token_then_holds(
@@ -77,13 +83,7 @@ def test_migration_0007_clears_a_stray_token_then_holds(
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a schema at version 6 could be
         conn.execute(sql.SQL("ALTER TABLE {}.jobs DROP CONSTRAINT jobs_token_only_active").format(schema))
         conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version = 7").format(schema))
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {}.jobs (id, run_at, created_at, max_retries, max_recoveries, status, "
-                "queue, type, payload, lease_token) "
-                "VALUES (gen_random_uuid(), now(), now(), 3, 5, 'completed', 'q', 't', '{{}}', 7)"
-            ).format(schema)
-        )
+        _insert_job(conn, schema_name, "completed", 7)
     assert migrate(migrated_dsn) == [7]
     with psycopg.connect(pg_url, autocommit=True) as conn:
         tokens = conn.execute(sql.SQL("SELECT lease_token FROM {}.jobs").format(schema)).fetchall()
