@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from pqueue import AsyncClient, JobStatus, Task
+from tests.records import record_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = "restarts"
@@ -92,11 +93,8 @@ class Outcome:
 
 
 def _starts(record: Path) -> list[tuple[str, int, float]]:
-    if not record.exists():
-        return []
     rows = []
-    for line in record.read_text().splitlines():
-        parts = line.split()
+    for parts in record_lines(record):
         if len(parts) == 4 and parts[0] == "start":
             rows.append((parts[1], int(parts[2]), float(parts[3])))
     return rows

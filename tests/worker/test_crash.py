@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pqueue import AsyncClient, JobStatus, Task
 from tests.conftest import only_backends
+from tests.records import record_lines
 from tests.worker.conftest import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +46,7 @@ def start_worker(dsn: str, record: Path) -> subprocess.Popen[bytes]:
 
 
 def events(record: Path) -> list[tuple[str, str, int]]:
-    if not record.exists():
-        return []
-    return [(e, job, int(pid)) for e, job, pid in (line.split() for line in record.read_text().splitlines())]
+    return [(e, job, int(pid)) for e, job, pid in record_lines(record)]
 
 
 @only_backends("redis", "postgres")

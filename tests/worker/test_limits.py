@@ -24,6 +24,7 @@ import pytest
 from pqueue import AsyncClient, JobStatus, Task, Worker
 from pqueue.broker import FullBroker
 from tests.conftest import only_backends
+from tests.records import record_lines
 from tests.worker.apps import limits_app
 from tests.worker.conftest import eventually, running
 
@@ -65,12 +66,7 @@ async def workers(backend_name: str, dsn: str, record: Path, n: int, **options: 
 
 
 def runs(record: Path) -> list[tuple[str, str, str, float, int]]:
-    if not record.exists():
-        return []
-    return [
-        (event, job, key, float(at), int(pid))
-        for event, job, key, at, pid in (line.split() for line in record.read_text().splitlines())
-    ]
+    return [(event, job, key, float(at), int(pid)) for event, job, key, at, pid in record_lines(record)]
 
 
 def most_at_once(record: Path, key: str) -> int:
