@@ -207,9 +207,9 @@ class Client:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
 
-    def _direct(self) -> tuple[AsyncClient, DirectPath] | None:
+    def _direct(self, runner: _LoopThread | None = None) -> tuple[AsyncClient, DirectPath] | None:
         """The loop's client and the direct path, opened; None when calls must hop."""
-        runner = self._loop_thread()
+        runner = runner or self._loop_thread()
         path = runner.direct
         if path is None or not path.usable() or threading.current_thread() is runner.thread:
             return None
@@ -217,15 +217,14 @@ class Client:
             self._call(lambda c: c.open())  # opening, its checks and its errors: the broker's own
         return runner.client, path
 
-    def _enqueue(
-        self,
-        specs_of: Callable[[AsyncClient], list[JobSpec]],
-        hop: Callable[[AsyncClient], Coroutine[Any, Any, list[EnqueueResult]]],
-    ) -> list[EnqueueResult]:
-        """Enqueue the specs ``specs_of`` builds (in this thread) on the direct path, or ``hop``."""
-        direct = self._direct()
+    def _enqueue(self, specs_of: Callable[[AsyncClient], list[JobSpec]]) -> list[EnqueueResult]:
+        """Enqueue the specs ``specs_of`` builds, once and in this thread (a bad job's error
+        points at the caller), on the direct path or else through the loop thread."""
+        runner = self._loop_thread()
+        specs = specs_of(runner.client)
+        direct = self._direct(runner)
         if direct is None:
-            return self._call(hop)
+            return self._call(lambda c: c._send(specs))
         client, path = direct
 
         def send(specs: list[JobSpec]) -> list[EnqueueResult]:
@@ -236,7 +235,7 @@ class Client:
             except Hop:  # the loop's client sends it (retrying, reporting); hooks already ran
                 return self._call(lambda c: c._submit_specs(specs))
 
-        return run_sync(client._sending(specs_of(client)), send)
+        return run_sync(client._sending(specs), send)
 
     def _read(
         self, direct_call: Callable[[SyncTransport], T], hop: Callable[[AsyncClient], Coroutine[Any, Any, T]]
@@ -397,11 +396,7 @@ class Client:
         Raises:
             UnknownJobType, InvalidJob, BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
         """
-        spec = task.to_spec()  # validate in the caller's thread so the traceback points at the caller
-        [result] = self._enqueue(
-            lambda c: [spec] if c.router is None else c._specs_of([task]),
-            lambda c: _one(c.enqueue_task(task)),
-        )
+        [result] = self._enqueue(lambda c: c._specs_of([task]))
         return result
 
     async def enqueue_task_async(self, task: Task) -> EnqueueResult:
@@ -428,7 +423,7 @@ class Client:
             BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
         """
         batch = list(tasks)
-        return self._enqueue(lambda c: c._specs_of(batch), lambda c: c.enqueue_many(batch))
+        return self._enqueue(lambda c: c._specs_of(batch))
 
     def enqueue_map(
         self,
@@ -477,9 +472,7 @@ class Client:
             "max_recoveries": max_recoveries,
             "job_ids": None if job_ids is None else list(job_ids),
         }
-        return self._enqueue(
-            lambda c: c._map_specs(type, batch, **options), lambda c: c.enqueue_map(type, batch, **options)
-        )
+        return self._enqueue(lambda c: c._map_specs(type, batch, **options))
 
     # -- inspecting and admin -------------------------------------------------------
 
@@ -711,10 +704,6 @@ class Client:
         finally:
             with contextlib.suppress(Exception):  # closing a finished or broken scan
                 self._call(lambda c: _close_pages(pages))
-
-
-async def _one(result: Awaitable[EnqueueResult]) -> list[EnqueueResult]:
-    return [await result]
 
 
 async def _next_page(pages: AsyncIterator[Sequence[Job]]) -> Sequence[Job] | None:
