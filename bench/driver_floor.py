@@ -8,11 +8,11 @@ one autocommit connection with the broker's adapters). No validation, no id maki
 middleware, no combiner. Then it times ``Client.enqueue`` of the same jobs on the same
 server, alternating with the floor, so the two meet the same minutes.
 
-So it shows how much of a single enqueue is the driver and the server, which no change
-inside pqueue can remove, and how much is pqueue's Python. The C clients' ceilings of the
-same call are ``ceiling_enqueue_redis.py`` (redis-benchmark) and ``ceiling_enqueue_one.py``
-(pgbench). Keys go under a throw-away prefix, tables under a throw-away schema, both
-removed afterwards.
+So it shows how much of a single enqueue is the driver and the server, which pqueue's
+Python cannot lower (on Redis a cheaper script could), and how much is pqueue's Python.
+The C clients' ceilings of the same call are ``ceiling_enqueue_redis.py``
+(redis-benchmark) and ``ceiling_enqueue_one.py`` (pgbench). Keys go under a throw-away
+prefix, tables under a throw-away schema, both removed afterwards.
 
     python bench/driver_floor.py --backend redis --n 10000 --runs 3
     python bench/driver_floor.py --backend postgres --n 5000 --runs 3
@@ -25,9 +25,9 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from pqueue import Client
+from pqueue.job import JobSpec
 from pqueue.spec import build_spec
 
 TYPE, QUEUE = "bench:noop", "bench"
@@ -35,7 +35,7 @@ REDIS = "redis://127.0.0.1:6379/3"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/pqueue_bench"
 
 
-def _specs(n: int) -> list[Any]:
+def _specs(n: int) -> list[JobSpec]:
     """n no-op jobs as the sync Client makes them (new ids, the harness's payload)."""
     return [build_spec(TYPE, time.time(), queue=QUEUE, max_retries=0) for _ in range(n)]
 
