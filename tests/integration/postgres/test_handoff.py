@@ -96,6 +96,26 @@ async def test_a_claimer_whose_listener_died_is_not_handed_anything(
     assert lease.job.id == result.id
 
 
+async def test_a_parking_that_outlived_a_pause_is_handed_nothing(
+    open_pg: OpenPg, pg_url: str, schema_name: str
+) -> None:
+    """A `look` that started before a pause committed parks after the pause's delete; the
+    row left behind must not lease the paused queue's next job (the CI flake of test_pause)."""
+    worker, producer = await open_pg(), await open_pg()
+    waiter = await _park(worker)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the pause, without its unpark
+        query = sql.SQL("INSERT INTO {}.paused_queues (queue, paused_at) VALUES ('default', now())")
+        conn.execute(query.format(sql.Identifier(schema_name)))
+    assert _parked(pg_url, schema_name) == [("default", "w1")]
+    [held] = await producer.enqueue([build_spec("t")])
+    assert await _status(producer, held.id) == (JobStatus.PENDING, 0)
+    assert await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30) == []
+    assert await producer.resume("default") is True
+    [lease] = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
+    assert lease.job.id == held.id
+    waiter.cancel()
+
+
 async def test_leases_left_uncollected_are_given_back_after_a_while(
     open_pg: OpenPg, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -225,6 +225,10 @@ handed AS MATERIALIZED (
     WHERE %(handoff)s::bool
       AND c.run_at <= {now}
       AND EXISTS (SELECT 1 FROM {schema}.parked AS p WHERE p.queue = c.queue)
+      -- A parking can outlive a pause: a `look` whose snapshot predates the pause inserts
+      -- its row after the pause's delete. So a paused queue is tested here too (its probe
+      -- runs only when someone is parked).
+      AND NOT EXISTS (SELECT 1 FROM {schema}.paused_queues AS q WHERE q.queue = c.queue)
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM run_at - {now}), 0))
@@ -856,7 +860,8 @@ FROM {schema}.schedules WHERE expires_at > {now} ORDER BY name;
 
 -- name: pause
 -- Pause a queue and unpark its claimers, so that no enqueue hands them one of its jobs
--- (`look` parks nobody on a paused queue). Returns whether it was running.
+-- (`look` parks nobody on a paused queue, and `enqueue_one` hands nothing off in one, for
+-- a parking that raced this statement). Returns whether it was running.
 WITH paused AS (
     INSERT INTO {schema}.paused_queues (queue, paused_at) VALUES (%(queue)s, {now})
     ON CONFLICT (queue) DO NOTHING
