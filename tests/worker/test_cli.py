@@ -17,6 +17,7 @@ import pytest
 
 from pqueue import AsyncClient, JobStatus, Task
 from tests.conftest import only_backends
+from tests.records import record_lines
 from tests.worker.conftest import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +81,9 @@ async def test_worker_processes_share_the_queue_and_exit_zero(
 ) -> None:
     record = tmp_path / "runs.log"
     async with AsyncClient(backend_dsn) as client:
-        ids = [r.id for r in await client.enqueue_many([Task("crash:record", 0.05) for _ in range(60)])]
+        # Each job holds its slot until both processes have started one (or 30 s pass): 60 jobs
+        # are more than one process holds at once, so the other must take some.
+        ids = [r.id for r in await client.enqueue_many([Task("crash:until_shared", 30) for _ in range(60)])]
         parent = pqueue(
             "worker", APP, "--dsn", backend_dsn, "--queues", "default", "--processes", "2", record=record
         )
@@ -100,7 +103,7 @@ async def test_worker_processes_share_the_queue_and_exit_zero(
             _, err = await asyncio.to_thread(parent.communicate, timeout=60)
         assert parent.returncode == 0, err
         assert (await client.stats()).workers == []
-    pids = {line.split()[2] for line in record.read_text().splitlines()}
+    pids = {fields[2] for fields in record_lines(record)}
     assert len(pids) == 2  # both processes took jobs
 
 
