@@ -1,4 +1,5 @@
-"""Contract: enqueue, unique, batch and inspector reads through the sync Client's transport.
+"""Contract: enqueue, unique, batch, limited jobs and inspector reads through the sync Client's
+transport.
 
 The sync ``Client`` enqueues and reads on Redis and Postgres from the caller's thread
 (:mod:`pqueue.transport`); here every ``enqueue``, ``get_job``, ``list_queues`` and ``list_jobs`` of
@@ -20,7 +21,7 @@ import pqueue
 from pqueue.broker import FullBroker, JobPage
 from pqueue.clock import ManualClock
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus
-from pqueue.testing.contract import AdminContract, EnqueueContract, UniqueContract
+from pqueue.testing.contract import AdminContract, EnqueueContract, LimitsContract, UniqueContract
 from pqueue.transport import SyncTransport, sync_transport
 
 
@@ -88,6 +89,10 @@ class TestUniqueThroughSyncTransport(UniqueContract):
 
 class TestInspectorThroughSyncTransport(AdminContract):
     pass
+
+
+class TestLimitsThroughSyncTransport(LimitsContract):
+    """Limited jobs enqueued and listed (their lanes on Redis) through the transport."""
 
 
 def test_every_backend_with_a_sync_client_path_has_a_transport() -> None:

@@ -48,6 +48,8 @@ _ZSETS = {
     JobStatus.WAITING: "waiting",
 }
 _RETAINED = (JobStatus.COMPLETED, JobStatus.CANCELLED)
+_IN_LANES = (JobStatus.PENDING, JobStatus.SCHEDULED, JobStatus.RETRY, JobStatus.ACTIVE)
+"""Statuses whose limited jobs sit in their lane's keys instead of the queue's (ADR 0110)."""
 _FINISHED = (*_RETAINED, JobStatus.DEAD)  # zsets scored by the time the job finished
 _STATUS_VALUES = frozenset(s.value for s in JobStatus)
 
@@ -159,7 +161,7 @@ class RedisInspector(RedisSettler, RedisLimits):
         if not queues:
             return JobPage((), None)
         since = f"({(yield from self.now_ms_steps()) - self.retention_ms}"
-        keys = [self.queue(q) for q in queues]
+        keys = yield from self._listed_keys(queues, status)
         sizes = [int(n) for n in (yield from pipelined([self._size(k, status, since) for k in keys]))]
         if type is not None:
             return (
@@ -184,6 +186,20 @@ class RedisInspector(RedisSettler, RedisLimits):
         jobs = yield from self._fetch(owners, found, status)
         end = offset + limit
         return JobPage(tuple(jobs), end if end < sum(sizes) else None)
+
+    def _listed_keys(
+        self, queues: list[str], status: JobStatus
+    ) -> Steps[list[Command], list[Any], list[QueueKeys]]:
+        """The keys a listing of ``status`` reads, in listing order: each queue's own, then
+        for the statuses limited jobs wait and run in, its lanes' (ADR 0110), by limit key."""
+        if status not in _IN_LANES:
+            return [self.queue(q) for q in queues]
+        lanes: dict[str, list[str]] = {q: [] for q in queues}
+        for queue, limit_key in (yield from self.lanes_steps(queues)):
+            lanes[queue].append(limit_key)
+        return [
+            k for q in queues for k in (self.queue(q), *(self.keys_for(q, key) for key in sorted(lanes[q])))
+        ]
 
     def _list_of_type(
         self,

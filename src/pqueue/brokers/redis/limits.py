@@ -7,8 +7,10 @@ from typing import Any
 
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.core import RedisCore, translated
+from pqueue.brokers.redis.scripts import Command, pipelined
 from pqueue.job import JobStatus
 from pqueue.limits import Limit, LimitState, refill
+from pqueue.steps import Steps
 
 Lane = tuple[str, str]
 ADMIN_BATCH = 1000
@@ -30,9 +32,13 @@ class RedisLimits(RedisCore):
 
     async def _lanes(self, queues: list[str]) -> list[Lane]:
         """Every (queue, limit key) listed in a queue's lanes zset."""
+        return await self.steps(self.lanes_steps(queues))
+
+    def lanes_steps(self, queues: list[str]) -> Steps[list[Command], list[Any], list[Lane]]:
+        """``_lanes`` as steps (pqueue.steps), for the inspector's listings too."""
         if not queues:
             return []
-        listed = await self.run_many([("ZRANGE", self.lanes(q).zset, 0, -1) for q in queues])
+        listed = yield from pipelined([("ZRANGE", self.lanes(q).zset, 0, -1) for q in queues])
         return [(q, key) for q, keys in zip(queues, listed, strict=True) for key in keys]
 
     async def _lane_sizes(self, lanes: list[Lane]) -> list[tuple[int, int, int, int]]:

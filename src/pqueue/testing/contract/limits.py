@@ -203,6 +203,29 @@ class LimitsContract:
         job = await broker.get_job((await put_limited(broker, A))[0])
         assert job.limit_key == "tenant-a"
 
+    async def test_listing_shows_limited_jobs_beside_the_others(self, broker: FullBroker) -> None:
+        plain = await put(broker, "contract:plain")
+        a_ids = await put_limited(broker, A, 3)
+        [later] = await put_limited(broker, B, 1, delay=60)
+        assert len(await take(broker, limit=10)) == 3  # the plain job and A's two slots
+
+        async def listed(status: JobStatus, **filters: Any) -> set[str]:
+            page = await broker.list_jobs(status, **filters)
+            assert page.next_offset is None
+            return {job.id for job in page.jobs}
+
+        running = await listed(JobStatus.ACTIVE)
+        assert plain in running and len(running & set(a_ids)) == 2 and len(running) == 3
+        assert await listed(JobStatus.PENDING) == set(a_ids) - running
+        assert await listed(JobStatus.SCHEDULED) == {later}
+        assert await listed(JobStatus.ACTIVE, type="contract:limited") == running - {plain}
+        assert await listed(JobStatus.ACTIVE, queue="default") == running
+        first = await broker.list_jobs(JobStatus.ACTIVE, limit=2)
+        assert first.next_offset == 2  # pages walk the lanes too, without repeats
+        rest = await broker.list_jobs(JobStatus.ACTIVE, limit=2, offset=2)
+        assert rest.next_offset is None
+        assert {job.id for job in first.jobs + rest.jobs} == running
+
     async def test_a_delayed_limited_job_waits_for_its_time(
         self, broker: FullBroker, clock: ManualClock
     ) -> None:
