@@ -19,7 +19,8 @@ from collections.abc import Iterable
 _random = random.Random(os.urandom(32))
 # A forked child must not replay its parent's random stream (ids would collide).
 os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
-_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+"""A job id: a UUID in lower-case canonical form."""
 
 
 class _Sequencer:
@@ -124,4 +125,4 @@ def key_ids(queue: str, job_type: str, keys: Iterable[str]) -> list[str]:
 
 def is_job_id(value: object) -> bool:
     """True when ``value`` is a canonical lower-case UUID string."""
-    return isinstance(value, str) and _UUID_RE.match(value) is not None
+    return isinstance(value, str) and UUID_RE.match(value) is not None

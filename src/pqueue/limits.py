@@ -22,7 +22,11 @@ QUEUE_GROUP = "*"
 """The limit key of a queue rule without ``limit_key``: one group for the whole queue."""
 
 MAX_CONCURRENCY = 100_000
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*\Z")
+RATE_RE = re.compile(
+    r"^\s*(\d*[1-9]\d*(?:\.\d+)?|\d+\.\d*[1-9]\d*)\s*/\s*(s|sec|second|m|min|minute|h|hour)\s*\Z"
+)
+"""A rate as text: a number > 0, a slash and a unit (``"100/s"``, ``"30/m"``, ``"500/h"``).
+The API's schema shows this same pattern, so it cannot accept a rate the parser refuses."""
 _PER = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
 _PER |= {"h": 3600.0, "hour": 3600.0}
 
@@ -31,8 +35,8 @@ KeyFn = Callable[[Any], Any]
 
 def parse_rate(rate: object, *, error: type[Exception] = ConfigError) -> float:
     """Tokens per second of a rate such as ``"100/s"``, ``"30/m"`` or ``"500/h"``."""
-    match = _RATE_RE.match(rate) if isinstance(rate, str) else None
-    if match is None or float(match.group(1)) <= 0:
+    match = RATE_RE.match(rate) if isinstance(rate, str) else None
+    if match is None:
         raise error(f"rate must be text like '100/s', '30/m' or '500/h' with a number > 0, got {rate!r}")
     return float(match.group(1)) / _PER[match.group(2)]
 

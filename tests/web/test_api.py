@@ -8,7 +8,8 @@ import httpx
 
 from pqueue.broker import FullBroker
 from pqueue.clock import ManualClock
-from tests.web.conftest import make_dead, stored
+from pqueue.ids import new_id
+from tests.web.conftest import assert_error, make_dead, stored
 
 
 async def test_post_job_stores_it_and_answers_201(api: httpx.AsyncClient, broker: FullBroker) -> None:
@@ -51,6 +52,51 @@ async def test_post_job_takes_every_option(
     later = await api.post("/jobs", json={"type": "report.build", "run_at": at.isoformat()})
     assert later.json()["status"] == "scheduled"
     assert (await broker.get_job(later.json()["id"])).run_at == at
+
+
+async def test_post_job_takes_limits_and_parents(api: httpx.AsyncClient, broker: FullBroker) -> None:
+    """The options of docs/limits.md and docs/workflows.md, for producers without Python."""
+    limited = await api.post(
+        "/jobs", json={"type": "report.export", "limit_key": "acme", "rate": "20/s", "concurrency": 2}
+    )
+    assert limited.status_code == 201, limited.text
+    assert (await broker.get_job(limited.json()["id"])).limit_key == "acme"
+    [group] = [g for g in await broker.limit_groups() if g.key == "acme"]
+    assert (group.queue, group.waiting, group.concurrency, group.rate) == ("default", 1, 2, 20.0)
+    parent = (await api.post("/jobs", json={"type": "report.build"})).json()["id"]
+    child = await api.post(
+        "/jobs", json={"type": "report.mail", "depends_on": [parent], "on_parent_failure": "run"}
+    )
+    assert child.status_code == 201, child.text
+    assert child.json()["status"] == "waiting" and child.json()["created"] is True
+    job = await broker.get_job(child.json()["id"])
+    assert (job.status.value, job.depends_on) == ("waiting", (parent,))
+    batch = await api.post(
+        "/jobs/batch",
+        json={
+            "jobs": [
+                {"type": "report.export", "limit_key": "initech", "concurrency": 1},
+                {"type": "report.export", "limit_key": "initech", "concurrency": 1},
+                {"type": "report.mail", "depends_on": [parent]},
+            ]
+        },
+    )
+    assert batch.status_code == 200, batch.text
+    first, second, third = [await broker.get_job(a["id"]) for a in batch.json()["jobs"]]
+    assert (first.limit_key, second.limit_key) == ("initech", "initech")
+    assert (third.status.value, third.depends_on) == ("waiting", (parent,))
+
+
+async def test_a_parent_that_does_not_exist_is_404_and_stores_nothing(
+    api: httpx.AsyncClient, broker: FullBroker
+) -> None:
+    missing = new_id()
+    for path, body in (
+        ("/jobs", {"type": "report.mail", "depends_on": [missing]}),
+        ("/jobs/batch", {"jobs": [{"type": "a.b"}, {"type": "report.mail", "depends_on": [missing]}]}),
+    ):
+        assert_error(await api.post(path, json=body), 404, missing, "nothing was stored")
+    assert await stored(broker) == {}
 
 
 async def test_unique_key_match_answers_200_with_the_existing_job(

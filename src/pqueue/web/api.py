@@ -63,12 +63,31 @@ def to_task(job: JobIn) -> Task:
         unique_for=job.unique_for,
         unique_key=job.unique_key,
         idempotency_key=job.idempotency_key,
+        depends_on=tuple(job.depends_on or ()),
+        on_parent_failure=job.on_parent_failure,
+        limit_key=job.limit_key,
+        rate=job.rate,
+        concurrency=job.concurrency,
+    )
+
+
+def _own_options(job: JobIn) -> bool:
+    """Whether a request item has an option ``Client.enqueue_map`` cannot share across a
+    batch: a per-job key, parents or a limit."""
+    return (
+        job.unique_key is not None
+        or job.idempotency_key is not None
+        or job.depends_on is not None
+        or job.on_parent_failure != "cancel"
+        or job.limit_key is not None
+        or job.rate is not None
+        or job.concurrency is not None
     )
 
 
 def shared_options(jobs: list[JobIn]) -> dict[str, Any] | None:
     """The options every job of a batch shares, when they share all but the payload and
-    carry no per-job key; None otherwise.
+    none has options of its own (:func:`_own_options`); None otherwise.
 
     Such a batch is exactly ``Client.enqueue_map(type, payloads, **options)``, which checks
     the options once instead of once per job (about a third of the cost of a job).
@@ -84,7 +103,7 @@ def shared_options(jobs: list[JobIn]) -> dict[str, Any] | None:
         first.unique_for,
     )
     for job in jobs:
-        if job.unique_key is not None or job.idempotency_key is not None:
+        if _own_options(job):
             return None
         if (job.type, job.queue, job.delay, job.run_at, job.max_retries, job.timeout, job.unique_for) != key:
             return None
@@ -115,11 +134,12 @@ async def enqueue_one(client: AsyncClient, job: JobIn) -> JSONResponse:
     if client.router is not None and (handler := client.router.get(task.type)) is not None:
         task = handler.defaults(task)
     now = time.time()
-    result = await client.enqueue_task(task)
-    if not result.created:
+    result = await client.enqueue_task(task)  # JobNotFound (404): a parent in depends_on
+    if not result.created or task.depends_on:  # waiting, or pending if its parents are done
         stored = await client.get_job(result.id)
+        code = 201 if result.created else 200
         return _enqueued(
-            200, result.id, stored.queue, stored.status, stored.run_at.timestamp(), created=False
+            code, result.id, stored.queue, stored.status, stored.run_at.timestamp(), created=result.created
         )
     due = task.run_at.timestamp() if task.run_at is not None else now + (job.delay or 0.0)
     status = JobStatus.SCHEDULED if due > now else JobStatus.PENDING

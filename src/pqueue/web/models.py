@@ -19,9 +19,20 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.config import JsonDict
 
+from pqueue.ids import UUID_RE
 from pqueue.job import JobStatus
-from pqueue.spec import JOB_TYPE_RE, KEY_RE, MAX_COUNT, MAX_SECONDS, QUEUE_NAME_RE
+from pqueue.limits import MAX_CONCURRENCY, RATE_RE
+from pqueue.spec import (
+    JOB_TYPE_RE,
+    KEY_RE,
+    MAX_COUNT,
+    MAX_PARENTS,
+    MAX_SECONDS,
+    PARENT_FAILURE_POLICIES,
+    QUEUE_NAME_RE,
+)
 
 
 def doc_pattern(regex: re.Pattern[str]) -> str:
@@ -53,6 +64,22 @@ Timestamp = Annotated[AwareDatetime, BeforeValidator(_json_text)]
 QueueName = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(QUEUE_NAME_RE)})]
 JobType = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(JOB_TYPE_RE)})]
 Key = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(KEY_RE)})]
+JobId = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(UUID_RE)})]
+Rate = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(RATE_RE)})]
+Concurrency = Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), BeforeValidator(_json_number)]
+ParentFailure = Annotated[str, Field(json_schema_extra={"enum": list(PARENT_FAILURE_POLICIES)})]
+
+
+def _given(field: str, json_type: str) -> JsonDict:
+    """JSON Schema for "``field`` is present and not null" (nullable fields take null)."""
+    return {"properties": {field: {"type": json_type}}, "required": [field]}
+
+
+_HAS_PARENTS: JsonDict = {
+    "properties": {"depends_on": {"type": "array", "minItems": 1}},
+    "required": ["depends_on"],
+}
+"""JSON Schema for "the job names at least one parent"."""
 
 
 class JobIn(BaseModel):
@@ -61,13 +88,31 @@ class JobIn(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            # unique_key needs unique_for; delay and run_at exclude each other (pqueue.spec).
-            "if": {"properties": {"unique_key": {"type": "string"}}, "required": ["unique_key"]},
-            "then": {"properties": {"unique_for": {"type": "number"}}, "required": ["unique_for"]},
-            "not": {
-                "properties": {"delay": {"type": "number"}, "run_at": {"type": "string"}},
-                "required": ["delay", "run_at"],
-            },
+            # The rules between options (pqueue.spec), so that every body the schema allows
+            # is one the enqueue accepts: unique_key needs unique_for; delay and run_at
+            # exclude each other; limit_key needs rate or concurrency; a job with parents
+            # takes neither a unique key nor a limit.
+            "allOf": [
+                {"if": _given("unique_key", "string"), "then": _given("unique_for", "number")},
+                {"not": {"allOf": [_given("delay", "number"), _given("run_at", "string")]}},
+                {
+                    "if": _given("limit_key", "string"),
+                    "then": {"anyOf": [_given("rate", "string"), _given("concurrency", "integer")]},
+                },
+                {
+                    "if": _HAS_PARENTS,
+                    "then": {
+                        "not": {
+                            "anyOf": [
+                                _given("unique_for", "number"),
+                                _given("limit_key", "string"),
+                                _given("rate", "string"),
+                                _given("concurrency", "integer"),
+                            ]
+                        }
+                    },
+                },
+            ],
             "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "queue": "default"}],
         },
     )
@@ -84,12 +129,38 @@ class JobIn(BaseModel):
     unique_key: Key | None = Field(default=None, description="Explicit unique key (needs unique_for).")
     idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
     timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
+    depends_on: list[JobId] | None = Field(
+        default=None,
+        max_length=MAX_PARENTS,
+        json_schema_extra={"uniqueItems": True},
+        description="Jobs that must complete first; until then this one is 'waiting' (docs/workflows.md).",
+    )
+    on_parent_failure: ParentFailure = Field(
+        default="cancel", description="When a parent dies or is cancelled: cancel this job too, or run it."
+    )
+    limit_key: Key | None = Field(
+        default=None, description="The job's limit group in its queue (docs/limits.md)."
+    )
+    rate: Rate | None = Field(
+        default=None, description="The group's rate limit, such as '100/s', '30/m', '500/h'."
+    )
+    concurrency: Concurrency | None = Field(
+        default=None, description="The most jobs of the group running at once."
+    )
 
 
 class BatchIn(BaseModel):
     """Many jobs, enqueued together in one broker round trip or not at all."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            # A batch with parents is stored as one graph, which holds no unique job
+            # (pqueue.broker_flows.plan_flow).
+            "if": {"properties": {"jobs": {"contains": _HAS_PARENTS}}, "required": ["jobs"]},
+            "then": {"properties": {"jobs": {"items": {"not": _given("unique_for", "number")}}}},
+        },
+    )
 
     jobs: list[JobIn] = Field(min_length=1, description="The jobs, at most the configured batch size.")
 

@@ -97,6 +97,22 @@ class RedisLimits(RedisCore):
         moved = await self.run_many(commands)
         return sum(int(n) for n in moved[len(by_lane) :])
 
+    async def _waiting_limits(self, lanes: list[Lane]) -> list[str | None]:
+        """Per lane, the limit its first waiting job carries (None when none waits)."""
+        commands: list[tuple[Any, ...]] = []
+        for queue, key in lanes:
+            k = self.keys_for(queue, key)
+            commands += [("LINDEX", k.pending, 0), ("ZRANGE", k.scheduled, 0, 0), ("ZRANGE", k.retry, 0, 0)]
+        found = await self.run_many(commands)
+        heads: list[tuple[str, str] | None] = []
+        for n, (queue, _) in enumerate(lanes):
+            pending, scheduled, retry = found[3 * n : 3 * n + 3]
+            first = pending or next(iter(scheduled), None) or next(iter(retry), None)
+            heads.append(None if first is None else (queue, first))
+        wanted = [("HGET", self.queue(q).job(i), "limit") for q, i in filter(None, heads)]
+        texts = iter(await self.run_many(wanted) if wanted else [])
+        return [None if head is None else next(texts) for head in heads]
+
     @translated
     async def limit_groups(self) -> list[LimitState]:
         lanes = await self._lanes(await self.registered_queues())
@@ -106,6 +122,11 @@ class RedisLimits(RedisCore):
         states = await self.run_many(
             [("HMGET", self.lanes(q).prefix + key + ":state", "limit", "tokens", "at") for q, key in lanes]
         )
+        unclaimed = [i for i, (text, _, _) in enumerate(states) if not text]
+        if unclaimed:  # the state's limit is written by the lane's first claim
+            texts = await self._waiting_limits([lanes[i] for i in unclaimed])
+            for i, text in zip(unclaimed, texts, strict=True):
+                states[i] = [text, *states[i][1:]]
         now_ms = await self.now_ms()
         out: list[LimitState] = []
         for (queue, key), (pending, scheduled, active, retry), (text, tokens, at) in zip(

@@ -203,6 +203,17 @@ class LimitsContract:
         job = await broker.get_job((await put_limited(broker, A))[0])
         assert job.limit_key == "tenant-a"
 
+    async def test_limit_groups_show_their_limits_before_any_claim(self, broker: FullBroker) -> None:
+        await put_limited(broker, A, 2)
+        await put_limited(broker, rated(5.0), 1, delay=60)
+        groups = {g.key: g for g in await broker.limit_groups() if g.queue == "default"}
+        assert (groups["tenant-a"].active, groups["tenant-a"].waiting, groups["tenant-a"].concurrency) == (
+            0,
+            2,
+            2,
+        )
+        assert (groups["rated"].waiting, groups["rated"].rate, groups["rated"].tokens) == (1, 5.0, 1.0)
+
     async def test_listing_shows_limited_jobs_beside_the_others(self, broker: FullBroker) -> None:
         plain = await put(broker, "contract:plain")
         a_ids = await put_limited(broker, A, 3)
