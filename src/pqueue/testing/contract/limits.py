@@ -207,12 +207,9 @@ class LimitsContract:
         await put_limited(broker, A, 2)
         await put_limited(broker, rated(5.0), 1, delay=60)
         groups = {g.key: g for g in await broker.limit_groups() if g.queue == "default"}
-        assert (groups["tenant-a"].active, groups["tenant-a"].waiting, groups["tenant-a"].concurrency) == (
-            0,
-            2,
-            2,
-        )
-        assert (groups["rated"].waiting, groups["rated"].rate, groups["rated"].tokens) == (1, 5.0, 1.0)
+        a, rated_group = groups["tenant-a"], groups["rated"]
+        assert (a.active, a.waiting, a.concurrency) == (0, 2, 2)
+        assert (rated_group.waiting, rated_group.rate, rated_group.tokens) == (1, 5.0, 1.0)
 
     async def test_listing_shows_limited_jobs_beside_the_others(self, broker: FullBroker) -> None:
         plain = await put(broker, "contract:plain")
