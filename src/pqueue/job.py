@@ -253,6 +253,7 @@ class Job:
             "idempotency_key": self.idempotency_key,
             "meta": dict(self.meta),
             "depends_on": list(self.depends_on),
+            "limit_key": self.limit_key,
             "result": self.result,
             "errors": [{**error.to_dict(), "at": to_iso(error.at)} for error in self.errors],
         }

@@ -150,6 +150,26 @@ def test_enqueue_reads_the_payload_file_and_options(cli: Cli, tmp_path: pytest.T
     assert json.loads(twin.out) == {"id": first["id"], "created": False}
 
 
+def test_enqueue_takes_a_timeout_limits_and_parents(cli: Cli) -> None:
+    ran = cli(
+        "enqueue", "report:export", "--limit-key", "acme", "--concurrency", "2", "--rate", "20/s",
+        "--timeout", "90s", "--json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    parent = json.loads(ran.out)["id"]
+    job = json.loads(cli("jobs", "show", parent, "--json").out)
+    assert (job["limit_key"], job["timeout"]) == ("acme", 90.0)
+    child = cli("enqueue", "report:mail", "--depends-on", parent, "--on-parent-failure", "run", "--json")
+    assert child.code == 0, child.err
+    shown = json.loads(cli("jobs", "show", json.loads(child.out)["id"], "--json").out)
+    assert (shown["status"], shown["depends_on"]) == ("waiting", [parent])
+    missing = "01a21846-6f63-71c7-8a07-71f988ac91fe"
+    refused = cli("enqueue", "report:mail", "--depends-on", missing)
+    assert refused.code == 1 and missing in refused.err and "nothing was stored" in refused.err
+    bad = cli("enqueue", "report:export", "--limit-key", "acme", "--concurrency", "two")
+    assert bad.code != 0 and "--concurrency" in bad.err
+
+
 def test_stats_table_json_and_one_queue(cli: Cli, backend_dsn: str) -> None:
     for _ in range(2):
         assert cli("enqueue", "mail:send", "--queue", "emails").code == 0

@@ -30,6 +30,8 @@ def add_parser(subparsers: Any) -> None:
             """pqueue enqueue email:send --payload '{"to": "ada@example.com"}' --queue emails""",
             "pqueue enqueue report:build --payload-file report.json --delay 10m --max-retries 5",
             "pqueue enqueue sync:crm --unique-for 1h --unique-key crm-nightly --run-at 2026-12-01T02:00:00Z",
+            "pqueue enqueue report:export --limit-key acme --concurrency 2 --rate 20/s",
+            "pqueue enqueue report:mail --depends-on 01a2...",
         ],
     )
     parser.add_argument("type", help="the job type, e.g. email:send")
@@ -45,6 +47,23 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--unique-key", help="the key equal jobs share (default: derived from type+payload)")
     parser.add_argument("--max-retries", metavar="N", help="retries after the first run fails (default: 3)")
     parser.add_argument("--idempotency-key", help="run at most once per key while it is held")
+    parser.add_argument("--timeout", metavar="DURATION", help="how long the handler may run")
+    limits = parser.add_argument_group("limits (docs/limits.md)")
+    limits.add_argument("--limit-key", metavar="KEY", help="the job's limit group in its queue")
+    limits.add_argument("--rate", help="the group's rate limit: 100/s, 30/m, 500/h")
+    limits.add_argument("--concurrency", metavar="N", help="the most jobs of the group running at once")
+    parents = parser.add_argument_group("parents (docs/workflows.md)")
+    parents.add_argument(
+        "--depends-on",
+        metavar="ID",
+        action="append",
+        help="a job that must complete first (repeat for more); the job waits until then",
+    )
+    parents.add_argument(
+        "--on-parent-failure",
+        default="cancel",
+        help="when a parent dies or is cancelled: cancel (default) or run this job",
+    )
     parser.set_defaults(func=run)
 
 
@@ -59,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
         unique_for=None if args.unique_for is None else parse_duration(args.unique_for),
         unique_key=args.unique_key,
         idempotency_key=args.idempotency_key,
+        timeout=None if args.timeout is None else parse_duration(args.timeout),
+        limit_key=args.limit_key,
+        rate=args.rate,
+        concurrency=None if args.concurrency is None else whole(args.concurrency, "--concurrency"),
+        depends_on=tuple(args.depends_on or ()),
+        on_parent_failure=args.on_parent_failure,
     )
     task.to_spec()  # every check enqueue makes, before connecting
     with open_client(args) as client:

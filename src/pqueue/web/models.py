@@ -221,6 +221,8 @@ class JobOut(BaseModel):
     unique_key: str | None
     idempotency_key: str | None
     meta: dict[str, str]
+    depends_on: list[str] = Field(description="The jobs this one waited for (depends_on at enqueue).")
+    limit_key: str | None = Field(description="Its limit group (docs/limits.md); null for none.")
     result: Any
     errors: list[ErrorRecordOut]
 
