@@ -114,6 +114,7 @@ async def test_a_parking_that_outlived_a_pause_is_handed_nothing(
     [lease] = await worker.claim(["default"], worker_id="w1", limit=4, lease_for=30)
     assert lease.job.id == held.id
     waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
 
 
 async def test_leases_left_uncollected_are_given_back_after_a_while(
