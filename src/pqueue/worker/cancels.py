@@ -1,10 +1,11 @@
 """Stopping the handlers of running jobs that were cancelled in the broker (ADR 0106).
 
 ``client.cancel(id)`` of a running job makes it ``cancelled`` in the broker at once and
-revokes its lease; the broker announces the id on its push channel, which the worker's
-side thread hears (:meth:`Controller.wait_for_cancels`), and, should that message be
-lost, the next heartbeat finds the lease refused and the job cancelled. Either way the
-ids land in :meth:`Cancels.cancel` on the worker's loop, which
+revokes its lease; the broker announces the id on its push channel, which the worker
+hears on its claim loop's broker (:meth:`Controller.wait_for_cancels`, on the broker's
+notification hub: ADR 0134), and, should that message be lost, the side thread's next
+heartbeat finds the lease refused and the job cancelled. Either way the ids land in
+:meth:`Cancels.cancel` on the worker's loop, which
 
 - marks the job (:mod:`pqueue.cancellation`), so ``job.cancelled()`` turns True for a
   sync handler that polls it, and a job still waiting for a slot never starts;
@@ -97,7 +98,7 @@ LISTEN_RETRY = 1.0
 
 
 class CancelListener:
-    """The side thread's loop over the broker's push channel for cancels of running jobs."""
+    """The worker's loop over the broker's push channel for cancels of running jobs."""
 
     def __init__(
         self, broker: Controller, on_cancel: Callable[[list[str]], None], stop: asyncio.Event

@@ -22,7 +22,6 @@ from pqueue.clock import Clock
 from pqueue.errors import BrokerUnavailable
 from pqueue.job import Lease
 from pqueue.periodic import Schedule
-from pqueue.worker.cancels import CancelListener
 from pqueue.worker.config import WorkerSettings
 from pqueue.worker.heartbeat import Heartbeat
 from pqueue.worker.leases import LeaseBook
@@ -112,10 +111,8 @@ class Sidecar:
             )
             self.heartbeat = heartbeat
             await heartbeat.beat()
-            listener = CancelListener(broker, self._on_cancel, self._stop)
-            await listener.subscribe()  # before the worker claims: no cancel of its jobs is missed
             self._ready.set()
-            await self._run_loops(broker, heartbeat, listener)
+            await self._run_loops(broker, heartbeat)
             try:
                 await heartbeat.goodbye()
             except Exception:  # noqa: BLE001 - its registration expires by itself
@@ -123,10 +120,10 @@ class Sidecar:
         finally:
             await broker.close()
 
-    async def _run_loops(self, broker: FullBroker, heartbeat: Heartbeat, listener: CancelListener) -> None:
+    async def _run_loops(self, broker: FullBroker, heartbeat: Heartbeat) -> None:
         assert self._stop is not None
         s = self._settings
-        loops = [self._every(s.beat_interval, heartbeat.beat, "heartbeat"), listener.run()]
+        loops = [self._every(s.beat_interval, heartbeat.beat, "heartbeat")]
         if s.maintenance:
             jobs = Maintenance(
                 broker, on_work=self._on_work, on_recovered=self._on_recovered, stop=self._stop

@@ -35,7 +35,7 @@ from pqueue.logs import JobLogger
 from pqueue.middleware import Middleware, MiddlewareChain, Outcome
 from pqueue.priority import QueuesArg
 from pqueue.router import Router
-from pqueue.worker.cancels import Cancels
+from pqueue.worker.cancels import CancelListener, Cancels
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
 from pqueue.worker.executor import Executor
 from pqueue.worker.leases import LeaseBook
@@ -183,6 +183,8 @@ class Worker:
         broker = connect(self.dsn, clock=self._clock, **self._options)
         await broker.open()
         sidecar: Sidecar | None = None
+        hearing: asyncio.Task[None] | None = None
+        stop_hearing = asyncio.Event()
         try:
             settler = self._assemble(broker)
             sidecar = Sidecar(
@@ -198,6 +200,12 @@ class Worker:
                 on_cancel=self._cancel_threadsafe,
             )
             await asyncio.to_thread(sidecar.start)
+            # Cancels are heard on the claim loop's broker, whose notification hub listens
+            # already: no connection of their own (ADR 0134). Subscribed before the first
+            # claim, so no cancel of this worker's jobs is missed.
+            listener = CancelListener(broker, self._cancel_heard, stop_hearing)
+            await listener.subscribe()
+            hearing = asyncio.create_task(listener.run(), name="pqueue-cancels")
             settler.start()
             self._log_start()
             if freeze:
@@ -212,6 +220,9 @@ class Worker:
             await self._drain(claimer)
         finally:
             self._threads.shutdown()
+            if hearing is not None:  # after the drain: running jobs can be cancelled until the end
+                stop_hearing.set()
+                await asyncio.wait({hearing})
             if sidecar is not None:
                 await asyncio.to_thread(sidecar.stop)
             await broker.close()
@@ -313,8 +324,13 @@ class Worker:
             return False
         return answered.wait(timeout)
 
+    def _cancel_heard(self, job_ids: list[str]) -> None:
+        """Stop the handlers of jobs cancelled while running (heard on this loop)."""
+        if self._cancels is not None:
+            self._cancels.cancel(job_ids)
+
     def _cancel_threadsafe(self, job_ids: list[str]) -> None:
-        """Stop the handlers of jobs cancelled while running (heard by the side thread)."""
+        """Stop the handlers of jobs cancelled while running (found by the side thread's heartbeat)."""
         loop, cancels = self._loop, self._cancels
         if loop is not None and cancels is not None:
             with contextlib.suppress(RuntimeError):

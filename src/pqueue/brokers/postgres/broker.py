@@ -36,8 +36,10 @@ from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.control import PostgresControl
 from pqueue.brokers.postgres.core import Rows, Statement, settled
 from pqueue.brokers.postgres.handoff import HeldLease, fits_handoff, parse_handoff
-from pqueue.brokers.postgres.results import ResultListener
 from pqueue.brokers.postgres.schedules import PostgresSchedules
+from pqueue.brokers.postgres.sql import channel_for, results_channel_for
+from pqueue.brokers.postgres.wakeups import Wakeups
+from pqueue.brokers.result_waiters import ResultWaiters
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
@@ -47,7 +49,8 @@ from pqueue.steps import Steps
 log = logging.getLogger("pqueue.postgres")
 
 LISTEN_START_TIMEOUT = 5.0
-"""Seconds ``wait_for_jobs`` waits for the LISTEN connection before falling back to sleeping."""
+"""Seconds ``wait_for_jobs`` (and ``wait_finished``) wait for the hub to listen before
+falling back to sleeping (reading)."""
 
 PARK_MARGIN = 0.5
 """Seconds a parked claimer stays parked past its wait, so a claimer that waits again at
@@ -90,7 +93,8 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         )
         self._has_parked = False  # close() unparks only a broker that ever parked a claimer
         self._parked_workers: set[str] = set()  # parked since their last claim statement
-        self._results = ResultListener(config)
+        self._wakeups = Wakeups()
+        self._results = ResultWaiters()
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:
@@ -114,8 +118,6 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             if self._has_parked:
                 await self._unpark()
             await self._hold.close()
-        await self.close_cancels()
-        await self._results.close()
         await super().close()
 
     # -- hot path ----------------------------------------------------------------
@@ -277,8 +279,11 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
     ) -> bool:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        await self._listener.start(min(timeout, LISTEN_START_TIMEOUT))
-        waiter = self._listener.park(queues)
+        if not self._hub.registered(self.handoff_channel):
+            self._hub.register(channel_for(self.schema), self._wakeups.dispatch, self._wakeups.wake_all)
+            self._hub.register(self.handoff_channel, self._handoff_received)
+        await self._hub.start(min(timeout, LISTEN_START_TIMEOUT))
+        waiter = self._wakeups.park(queues)
         box = self._hold.box
         if claimer is not None:
             box.watch(claimer.worker_id, waiter.event)
@@ -298,14 +303,14 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waiter.event.wait(), min(end, waiter.due_at) - now)
         finally:
-            self._listener.unpark(waiter)
+            self._wakeups.unpark(waiter)
             if claimer is not None:
                 box.unwatch(claimer.worker_id, waiter.event)
 
     async def _look(self, queues: Sequence[str], claimer: Claimer | None, *, park_for: float) -> float | None:
         """Seconds until the earliest waiting job of ``queues`` is due (None: none); with a
         ``claimer`` and a listening connection, it is parked on each queue meanwhile."""
-        identity = self._listener.identity
+        identity = self._link.identity if self._hub.hears(self.handoff_channel) else None
         park = claimer is not None and identity is not None and bool(queues)
         pid, started = identity if identity is not None else (None, None)
         self._has_parked = self._has_parked or park
@@ -315,7 +320,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             queues=list(queues),
             park=park,
             worker_id=claimer.worker_id if claimer is not None else None,
-            channel=self._listener.handoff_channel,
+            channel=self.handoff_channel,
             listener_pid=pid,
             listener_start=started,
             lease_for=claimer.lease_for if claimer is not None else None,
@@ -364,7 +369,11 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             raise JobNotFound(f"no job with id {job_id!r} (not a job id)")
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        await self._results.start(min(timeout, LISTEN_START_TIMEOUT))
+        channel = results_channel_for(self.schema)
+        if not self._hub.registered(channel):
+            results = self._results
+            self._hub.register(channel, results.wake, lambda: results.wake(None))
+        await self._hub.start(min(timeout, LISTEN_START_TIMEOUT))
         event = self._results.add(job_id)
         try:
             while True:
@@ -385,7 +394,10 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
     # -- hand-off (ADR 0054) ---------------------------------------------------------
 
     def _handoff_received(self, payload: str) -> None:
-        """A hand-off notification from the listener: hold its lease for its claimer."""
+        """A hand-off notification from the hub: hold its lease for its claimer (or, for
+        a flush marker, note that it arrived)."""
+        if self.markers.arrived(payload):
+            return
         try:
             worker, held = parse_handoff(payload, asyncio.get_running_loop().time())
         except ValueError as exc:  # its lease expires and is recovered
@@ -406,12 +418,12 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
     async def _unpark(self) -> None:
         """Take this broker's claimers out of the parked table, then wait until everything
         handed to them before that has arrived, so ``close`` can give it back."""
-        channel = self._listener.handoff_channel
+        channel = self.handoff_channel
         try:
             await self.db.rows(self._q["unpark"], {"channel": channel})
-            if not self._listener.listening:
+            if not self._hub.hears(channel):
                 return  # no marker can arrive; hand-offs sent while it was down come back by expiry
-            with self._listener.markers.new() as (marker, arrived):
+            with self.markers.new() as (marker, arrived):
                 await self.db.value(self._q["notify"], {"channel": channel, "payload": marker})
                 await asyncio.wait_for(arrived.wait(), FLUSH_TIMEOUT)
         except (BrokerError, TimeoutError) as exc:  # parkings expire within seconds anyway

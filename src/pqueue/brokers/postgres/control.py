@@ -3,22 +3,15 @@
 
 Paused queues are rows of ``paused_queues`` (migration 0004), which the claim and ``look``
 statements skip. Cancels of running jobs are announced with NOTIFY on the schema's cancel
-channel; a broker that calls :meth:`wait_for_cancels` keeps one LISTEN connection for
-them, outside the pool (producers never open it).
+channel; a broker that calls :meth:`wait_for_cancels` listens for them on its hub, the
+one LISTEN connection it shares with wake-ups and result waiters (ADR 0134).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from typing import Any
-
-import psycopg
-from psycopg import sql
-
 from pqueue.broker_control import CANCEL_KIND, CANCEL_REASON, cancel_reason, control_queue
+from pqueue.brokers.cancel_inbox import CancelInbox
 from pqueue.brokers.postgres.admin import PostgresAdmin
-from pqueue.brokers.postgres.connection import connection_kwargs, translated
 from pqueue.errors import JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import MAX_ERROR_HISTORY
@@ -32,7 +25,7 @@ def cancel_channel_for(schema: str) -> str:
 class PostgresControl(PostgresAdmin):
     """pause, resume, paused_queues, cancel_active, wait_for_cancels."""
 
-    _cancels: psycopg.AsyncConnection[Any] | None = None
+    _cancels: CancelInbox | None = None
 
     async def pause(self, queue: str) -> bool:
         params = self._params(queue=control_queue(queue))
@@ -62,34 +55,6 @@ class PostgresControl(PostgresAdmin):
         return bool(rows[0][1])
 
     async def wait_for_cancels(self, timeout: float) -> list[str]:
-        conn = self._cancels
-        if conn is None:
-            with translated(self.schema, self.config.redacted):
-                conn = await psycopg.AsyncConnection.connect(
-                    self.config.conninfo, **connection_kwargs(self.config)
-                )
-                channel = sql.Identifier(cancel_channel_for(self.schema))
-                await conn.execute(sql.SQL("LISTEN {}").format(channel))
-            self._cancels = conn
-            return []
-        ids: list[str] = []
-        try:
-            with translated(self.schema, self.config.redacted):
-                async for note in conn.notifies(timeout=max(timeout, 0.0), stop_after=1):
-                    ids.append(note.payload)
-                while True:  # and whatever else has arrived already
-                    more = [note.payload async for note in conn.notifies(timeout=0.0, stop_after=1)]
-                    if not more:
-                        break
-                    ids += more
-        except BaseException:
-            await self.close_cancels()  # listen afresh next time; lost ones: the heartbeat
-            raise
-        return ids
-
-    async def close_cancels(self) -> None:
-        """Stop listening for cancels (``close`` calls it)."""
-        conn, self._cancels = self._cancels, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(conn.close())
+        if self._cancels is None:
+            self._cancels = CancelInbox(cancel_channel_for(self.schema))
+        return await self._cancels.wait_for_cancels(self._hub, timeout)

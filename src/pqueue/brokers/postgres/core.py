@@ -8,9 +8,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, LiteralString, TypeVar
 
+from pqueue.brokers.handoff import FlushMarkers
+from pqueue.brokers.hub import Hub
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.connection import Database, migrate_hint
-from pqueue.brokers.postgres.listener import Listener
+from pqueue.brokers.postgres.hub import PostgresLink
 from pqueue.brokers.postgres.sql import latest_version, queries_for
 from pqueue.clock import Clock, to_datetime
 from pqueue.errors import BrokerError, SchemaError
@@ -35,13 +37,11 @@ class BrokerCore:
         self.clock = clock
         self._q = queries_for(config.schema)
         self._db: Database | None = None
-        self._listener = Listener(
-            config,
-            self._q["listen"],
-            self._q["listener_identity"],
-            handoff_channel=f"pqueue_h_{uuid.uuid4().hex}",  # this broker's own; <= 63 bytes
-            on_handoff=self._handoff_received,
-        )
+        self._link = PostgresLink(config, self._q["listener_identity"])
+        self._hub = Hub(self._link, name=f"pqueue-listen-{config.schema}")
+        """The broker's one LISTEN connection, for every part that waits (ADR 0134)."""
+        self.handoff_channel = f"pqueue_h_{uuid.uuid4().hex}"  # this broker's own; <= 63 bytes
+        self.markers = FlushMarkers()
 
     @property
     def schema(self) -> str:
@@ -70,14 +70,10 @@ class BrokerCore:
 
     async def close(self) -> None:
         """Stop listening and close every connection; idempotent."""
-        await self._listener.close()
+        await self._hub.close()
         db, self._db = self._db, None
         if db is not None:
             await db.close()
-
-    def _handoff_received(self, payload: str) -> None:
-        """A hand-off notification (the broker holds it for its claimer; see broker.py)."""
-        log.error("pqueue: this broker takes no hand-offs; dropped one (its lease will expire)")
 
     async def _check_schema(self, db: Database) -> None:
         version = await db.value(self._q["schema_version"], {}, prepare=False)

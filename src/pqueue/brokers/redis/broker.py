@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
-from pqueue.brokers.handoff import HandoffHold
+from pqueue.brokers.handoff import FlushMarkers, HandoffHold
+from pqueue.brokers.hub import Hub
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
@@ -27,10 +28,11 @@ from pqueue.brokers.redis.control import RedisControl
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
+from pqueue.brokers.redis.hub import RedisLink
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.brokers.redis.schedules import RedisSchedules
 from pqueue.brokers.redis.scripts import Command, ScriptCall, pipelined
-from pqueue.brokers.redis.wakeup import WakeHub
+from pqueue.brokers.redis.wakeup import Wakeups
 from pqueue.clock import Clock
 from pqueue.combine import Outcome
 from pqueue.errors import CorruptJob
@@ -114,7 +116,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
-        self._hub: WakeHub | None = None
+        self._hub = Hub(RedisLink(lambda: self.client, self.reporter), name=f"pqueue-redis-hub-{self.prefix}")
+        self._wakeups = Wakeups()
+        self._markers = FlushMarkers()
         self._registered: dict[str, float] = {}  # queue -> monotonic time it was last registered
         self._handoff_id = uuid.uuid4().hex  # names this broker's hand-off channel
         self._hold: HandoffHold[HeldJob] = HandoffHold(
@@ -136,13 +140,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         await self._open_client()
 
     async def close(self) -> None:
-        hub, self._hub = self._hub, None
-        if hub is not None:
-            await self._unpark(hub)
-            await hub.close()
+        await self._unpark()
+        await self._hub.close()
         await self._hold.close()
-        await self.close_cancels()
-        await self._close_results()
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -294,7 +294,10 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         return leases
 
     def _received(self, data: str) -> None:
-        """A hand-off message from the listener: hold its jobs for their claimer."""
+        """A hand-off message from the hub: hold its jobs for their claimer (or, for a
+        flush marker, note that it arrived)."""
+        if self._markers.arrived(data):
+            return
         loop = asyncio.get_running_loop()
         try:
             worker, held = parse_handoff(data, loop.time())
@@ -303,7 +306,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
             return
         self._hold.put(worker, held)
 
-    async def _unpark(self, hub: WakeHub) -> None:
+    async def _unpark(self) -> None:
         """Take this broker's claimers out of every parked set, then receive what was handed
         to them before that, so ``close`` can give it back instead of leaving it leased."""
         parked, self._parked = self._parked, {}
@@ -318,8 +321,30 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         except (RedisError, OSError) as exc:  # their parking expires within seconds anyway
             log.warning("pqueue: could not unpark this broker's claimers (%s)", exc)
             return
-        if not await hub.flush(timeout=2.0):
+        if not await self._flush(timeout=2.0):
             log.warning("pqueue: jobs handed off just before close may stay leased until their lease expires")
+
+    async def _flush(self, timeout: float) -> bool:
+        """Wait until every hand-off published before this call has been received.
+
+        Redis delivers one channel's messages in the order they were published, so a
+        marker published now arrives after them. False if it did not come in ``timeout``.
+        """
+        channel = self._handoff_channel
+        if not self._hub.hears(channel):
+            return False
+        with self._markers.new() as (marker, arrived):
+            try:
+                await self.client.publish(channel, marker)
+                async with asyncio.timeout(timeout):
+                    await arrived.wait()
+                return True
+            except (TimeoutError, RedisError, OSError):
+                return False
+
+    @property
+    def _handoff_channel(self) -> str:
+        return self.keys.handoff_prefix + self._handoff_id
 
     async def _bury(self, queue: str, job_id: str, flat: list[str], exc: CorruptJob) -> None:
         """Dead-letter a claimed job that cannot be decoded, so it is reported, not retried.
@@ -496,15 +521,15 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     ) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout, 0.0)
-        if self._hub is None:
-            channel = self.keys.handoff_prefix + self._handoff_id
-            self._hub = WakeHub(
-                self.client, self.keys.wake_channel, channel, self._received, reporter=self.reporter
-            )
-        hub = self._hub
-        listening = await hub.subscribed(max(timeout, 0.0))
+        hub, wakeups = self._hub, self._wakeups
+        if not hub.registered(self.keys.wake_channel):
+            self.client  # noqa: B018 - raises unless the broker is open
+            hub.register(self.keys.wake_channel, wakeups.wake, wakeups.wake_all)
+            hub.register(self._handoff_channel, self._received)
+        await hub.start(max(timeout, 0.0))
+        listening = hub.hears(self._handoff_channel)  # parked claimers need their hand-offs heard
         event = asyncio.Event()
-        hub.add(queues, event)
+        wakeups.add(queues, event)
         if claimer is not None:
             self._box.watch(claimer.worker_id, event)
         try:
@@ -529,7 +554,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
                     # empty claim, never a missed job).
                     return True
         finally:
-            hub.remove(queues, event)
+            wakeups.remove(queues, event)
             if claimer is not None:
                 self._box.unwatch(claimer.worker_id, event)
 

@@ -4,19 +4,16 @@
 Each queue's ``paused`` key is what claim.lua and park.lua obey (read in the queue's own
 cluster slot); the global ``paused`` set is only the index :meth:`paused_queues` reads.
 Cancels of running jobs are published on ``<prefix>:cancel``; a broker that calls
-:meth:`wait_for_cancels` keeps one subscribed connection for them.
+:meth:`wait_for_cancels` hears them on its hub, the one pub/sub connection it shares
+with wake-ups and result waiters (ADR 0134).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
-from redis.asyncio.client import PubSub
-from redis.exceptions import RedisError
-
 from pqueue.broker_control import CANCEL_KIND, CANCEL_REASON, cancel_reason, control_queue
+from pqueue.brokers.cancel_inbox import CancelInbox
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.inspector import RedisInspector
@@ -29,7 +26,7 @@ log = logging.getLogger("pqueue.redis")
 class RedisControl(RedisInspector):
     """pause, resume, paused_queues, cancel_active, wait_for_cancels."""
 
-    _cancels: PubSub | None = None
+    _cancels: CancelInbox | None = None
 
     @translated
     async def pause(self, queue: str) -> bool:
@@ -71,45 +68,8 @@ class RedisControl(RedisInspector):
             await self.settle_or_defer(queue, [job_id])
         return bool(done in (1, 2))
 
-    @translated
     async def wait_for_cancels(self, timeout: float) -> list[str]:
-        pubsub = self._cancels
-        try:
-            if pubsub is None:
-                pubsub = self._cancels = self.client.pubsub()
-                await pubsub.subscribe(self.keys.cancel_channel)
-                await self._confirmed(pubsub, timeout)
-                return []
-            return await _drain(pubsub, timeout)
-        except (RedisError, OSError):
-            await self.close_cancels()  # subscribe afresh next time; lost messages: the heartbeat
-            raise
-
-    async def _confirmed(self, pubsub: PubSub, timeout: float) -> None:
-        """Wait for the subscription's confirmation, so later cancels are heard."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout, 1.0)
-        while loop.time() < deadline:
-            message = await pubsub.get_message(timeout=deadline - loop.time())
-            if message is not None and message.get("type") == "subscribe":
-                return
-
-    async def close_cancels(self) -> None:
-        """Stop listening for cancels (``close`` calls it)."""
-        pubsub, self._cancels = self._cancels, None
-        if pubsub is not None:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
-
-
-async def _drain(pubsub: PubSub, timeout: float) -> list[str]:
-    """Job ids published so far, waiting up to ``timeout`` seconds for the first."""
-    ids: list[str] = []
-    wait = max(timeout, 0.0)
-    while True:
-        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
-        if message is None:  # nothing more (or, at worst, a subscribe notice ends the wait early)
-            return ids
-        if message.get("type") == "message":
-            ids.append(str(message.get("data")))
-            wait = 0.0
+        if self._cancels is None:
+            self.client  # noqa: B018 - raises unless the broker is open
+            self._cancels = CancelInbox(self.keys.cancel_channel)
+        return await self._cancels.wait_for_cancels(self._hub, timeout)

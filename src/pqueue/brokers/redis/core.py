@@ -20,6 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
 from pqueue.brokers.health import ServerHealth, describe, health_of
+from pqueue.brokers.hub import Hub
 from pqueue.brokers.redis import scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
@@ -155,6 +156,10 @@ class ReportingRetry(Retry):
 class RedisCore:
     """Options, connection pool, keys and the clock rule; the broker builds on this."""
 
+    _hub: Hub
+    """The broker's one pub/sub connection, for every part that waits (ADR 0134; made by
+    :class:`~pqueue.brokers.redis.broker.RedisBroker`)."""
+
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         self.options = options
         self.clock = clock
@@ -237,7 +242,7 @@ class RedisCore:
         try:
             pool = BlockingConnectionPool.from_url(
                 opts.url,
-                max_connections=opts.pool_size + 2,  # + the wake-up and results listeners
+                max_connections=opts.pool_size + 1,  # + the notification hub's pub/sub connection
                 retry=ReportingRetry(
                     ExponentialBackoff(cap=RETRY_CAP, base=0.05), opts.retries, self.reporter
                 ),

@@ -17,7 +17,7 @@ from pqueue.brokers.redis import calls, scripts
 from pqueue.brokers.redis.codec import decode_job
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.inspector import RedisInspector
-from pqueue.brokers.redis.results import ResultHub
+from pqueue.brokers.result_waiters import ResultWaiters
 from pqueue.errors import JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus
@@ -31,7 +31,7 @@ _FINAL = frozenset(s.value for s in JobStatus if s.is_final)
 class RedisFlows(RedisInspector):
     """Dependencies and result waiting over the Redis layout."""
 
-    _results_hub: ResultHub | None = None
+    _results: ResultWaiters | None = None
 
     async def _queues_of(self, job_ids: Sequence[str]) -> dict[str, str]:
         """Job id -> its queue, for the ids that exist (one pipelined round trip)."""
@@ -88,11 +88,12 @@ class RedisFlows(RedisInspector):
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         queue, _ = await self.steps(self._locate(job_id))
-        if self._results_hub is None:
-            self._results_hub = ResultHub(self.client, self.keys.results_channel, reporter=self.reporter)
-        hub = self._results_hub
-        await hub.subscribed(min(timeout, SUBSCRIBE_TIMEOUT))
-        event = hub.add(job_id)
+        waiters = self._results
+        if waiters is None:  # the finishing scripts publish watched ids on the results channel
+            waiters = self._results = ResultWaiters()
+            self._hub.register(self.keys.results_channel, waiters.wake, lambda: waiters.wake(None))
+        await self._hub.start(min(timeout, SUBSCRIBE_TIMEOUT))
+        event = waiters.add(job_id)
         k = self.queue(queue)
         try:
             while True:
@@ -111,15 +112,10 @@ class RedisFlows(RedisInspector):
                 if job.status.is_final:
                     return job
         finally:
-            hub.remove(job_id, event)
+            waiters.remove(job_id, event)
 
     async def _read(self, queue: str, job_id: str) -> Job:
         [fields] = await self.run_many([("HGETALL", self.queue(queue).job(job_id))])
         if not fields:
             raise JobNotFound(f"no job with id {job_id!r}")
         return decode_job(job_id, queue, fields)
-
-    async def _close_results(self) -> None:
-        hub, self._results_hub = self._results_hub, None
-        if hub is not None:
-            await hub.close()

@@ -1,0 +1,76 @@
+"""The Redis side of the broker's notification hub (ADR 0134): one pub/sub connection.
+
+The connection comes from the broker's pool (which keeps one connection spare for it).
+SUBSCRIBE only sends, replies arrive with the messages, so a newly registered channel is
+subscribed while the read goes on; its confirmation tells the hub the channel is heard.
+redis-py may reconnect by itself inside a read and subscribe again: the confirmations
+that follow tell every part that messages may have been missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Sequence
+
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
+
+from pqueue.brokers.hub import Hub
+from pqueue.brokers.redis.core import OutageReporter, honour_lost_cancel
+
+
+class RedisSession:
+    """One subscribed connection reporting to its hub."""
+
+    listens_while_reading = True
+
+    def __init__(self, pubsub: PubSub, hub: Hub) -> None:
+        self._pubsub = pubsub
+        self._hub = hub
+
+    async def listen(self, channels: Sequence[str]) -> None:
+        await self._pubsub.subscribe(*channels)
+
+    async def unlisten(self, channels: Sequence[str]) -> None:
+        await self._pubsub.unsubscribe(*channels)
+
+    async def read(self) -> None:
+        me = asyncio.current_task()
+        hub, pubsub = self._hub, self._pubsub
+        while True:
+            try:
+                message = await pubsub.get_message(timeout=None)
+            finally:
+                honour_lost_cancel(me, 0)  # the hub cancels reads; redis-py may drop that
+            if message is None:
+                continue
+            kind = message.get("type")
+            if kind == "message":
+                hub.deliver(str(message.get("channel")), str(message.get("data")))
+            elif kind == "subscribe":
+                hub.heard(str(message.get("channel")))
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+class RedisLink:
+    """Makes the hub's pub/sub connections; reports outages to the server's health."""
+
+    errors: tuple[type[BaseException], ...] = (RedisError, OSError)
+
+    def __init__(self, client: Callable[[], Redis], reporter: OutageReporter) -> None:
+        self._client = client  # the open broker's client (the hub starts only on an open broker)
+        self._reporter = reporter
+
+    async def connect(self, hub: Hub) -> RedisSession:
+        return RedisSession(self._client().pubsub(), hub)
+
+    def lost(self, error: BaseException) -> None:
+        self._reporter.lost(error)
+
+    def back(self) -> None:
+        self._reporter.health.ok()
