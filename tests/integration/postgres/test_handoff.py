@@ -13,7 +13,8 @@ from psycopg import sql
 from pqueue.broker import Claimer, FullBroker
 from pqueue.brokers import handoff as shared_handoff
 from pqueue.brokers.postgres import PostgresBroker
-from pqueue.brokers.postgres.handoff import HANDOFF_BYTES, fits_handoff
+from pqueue.brokers.postgres import broker as postgres_broker
+from pqueue.brokers.postgres.handoff import HANDOFF_BYTES, HeldLease, fits_handoff
 from pqueue.job import JobStatus
 from pqueue.spec import build_spec
 from pqueue.testing.contract.helpers import waiting_claimer
@@ -135,7 +136,7 @@ async def test_leases_left_uncollected_are_given_back_after_a_while(
 
 async def _notify_own_channel(broker: PostgresBroker, pg_url: str, payload: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("SELECT pg_notify(%s, %s)", [broker._listener.handoff_channel, payload])
+        conn.execute("SELECT pg_notify(%s, %s)", [broker.handoff_channel, payload])
 
 
 async def test_a_malformed_message_is_dropped_and_hand_offs_go_on(open_pg: OpenPg, pg_url: str) -> None:
@@ -152,21 +153,20 @@ async def test_a_malformed_message_is_dropped_and_hand_offs_go_on(open_pg: OpenP
 
 
 async def test_a_corrupt_job_handed_off_is_dead_lettered_by_the_claim_that_collects_it(
-    open_pg: OpenPg, pg_url: str, schema_name: str
+    open_pg: OpenPg, pg_url: str, schema_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     worker, producer = await open_pg(), await open_pg()
     waiter = await _park(worker)
     captured: list[str] = []
-    listener = worker._listener
-    receive = listener._on_handoff
+    parse = postgres_broker.parse_handoff
 
-    def spoil(payload: str) -> None:  # the row as stored, with a status no pqueue writes
+    def spoil(payload: str, received: float) -> tuple[str, HeldLease]:  # a status no pqueue writes
         message = json.loads(payload)
         message["j"][4] = "bogus"
         captured.append(payload)
-        receive(json.dumps(message))
+        return parse(json.dumps(message), received)
 
-    listener._on_handoff = spoil
+    monkeypatch.setattr(postgres_broker, "parse_handoff", spoil)
     [result] = await producer.enqueue([build_spec("t")])
     assert await asyncio.wait_for(waiter, 10) is True
     assert captured

@@ -58,3 +58,9 @@ class PostgresControl(PostgresAdmin):
         if self._cancels is None:
             self._cancels = CancelInbox(cancel_channel_for(self.schema))
         return await self._cancels.wait_for_cancels(self._hub, timeout)
+
+    async def close_cancels(self) -> None:
+        """Stop listening for cancels (``close`` stops every channel; this one alone)."""
+        inbox, self._cancels = self._cancels, None
+        if inbox is not None:
+            self._hub.unregister(inbox.channel)

@@ -73,3 +73,9 @@ class RedisControl(RedisInspector):
             self.client  # noqa: B018 - raises unless the broker is open
             self._cancels = CancelInbox(self.keys.cancel_channel)
         return await self._cancels.wait_for_cancels(self._hub, timeout)
+
+    async def close_cancels(self) -> None:
+        """Stop listening for cancels (``close`` stops every channel; this one alone)."""
+        inbox, self._cancels = self._cancels, None
+        if inbox is not None:
+            self._hub.unregister(inbox.channel)
