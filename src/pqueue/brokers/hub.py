@@ -162,6 +162,7 @@ class Hub:
         if entry is None:
             return
         entry.heard = True
+        self._link.back()  # the server answers (also after the driver reconnected by itself)
         self._update_ready()
         entry.on_missed()
 

@@ -279,6 +279,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
     ) -> bool:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
+        self.db  # noqa: B018 - raises unless the broker is open (a closed one must not listen)
         if not self._hub.registered(self.handoff_channel):
             self._hub.register(channel_for(self.schema), self._wakeups.dispatch, self._wakeups.wake_all)
             self._hub.register(self.handoff_channel, self._handoff_received)
@@ -369,6 +370,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             raise JobNotFound(f"no job with id {job_id!r} (not a job id)")
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
+        self.db  # noqa: B018 - raises unless the broker is open (a closed one must not listen)
         channel = results_channel_for(self.schema)
         if not self._hub.registered(channel):
             results = self._results

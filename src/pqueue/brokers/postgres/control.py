@@ -55,6 +55,7 @@ class PostgresControl(PostgresAdmin):
         return bool(rows[0][1])
 
     async def wait_for_cancels(self, timeout: float) -> list[str]:
+        self.db  # noqa: B018 - raises unless the broker is open (a closed one must not listen)
         if self._cancels is None:
             self._cancels = CancelInbox(cancel_channel_for(self.schema))
         return await self._cancels.wait_for_cancels(self._hub, timeout)

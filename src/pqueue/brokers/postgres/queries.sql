@@ -4,7 +4,6 @@
 -- text is rendered for one schema (pqueue.brokers.postgres.sql.render):
 --   {schema}          the quoted schema name, e.g. "pqueue"
 --   {channel}         the NOTIFY channel as a string literal, e.g. 'pqueue.jobs'
---   {listen_channel}  the same channel as an identifier, for LISTEN
 --   {now}             coalesce(%(now)s::timestamptz, statement_timestamp()): the injected
 --                     clock's time when the broker has one, else the server's. Statement
 --                     time, not transaction time, so a job enqueued late in a caller's long
@@ -780,11 +779,6 @@ DELETE FROM {schema}.workers WHERE id = %(id)s;
 -- Workers seen within their ttl.
 SELECT id, host, pid, queues, concurrency, started_at, last_seen, meta
 FROM {schema}.workers WHERE expires_at > {now} ORDER BY id;
-
-
--- name: listen
--- Subscribe the listener connection to this schema's channel.
-LISTEN {listen_channel};
 
 
 -- name: schema_version

@@ -131,7 +131,6 @@ def render(text: str, schema: str) -> LiteralString:
         "{lease}": LEASE_EXPRESSION,  # first: it holds placeholders of its own
         "{schema}": sql.Identifier(schema).as_string(),
         "{channel}": sql.Literal(channel).as_string(),
-        "{listen_channel}": sql.Identifier(channel).as_string(),
         "{results_channel}": sql.Literal(results_channel_for(schema)).as_string(),
         "{now}": NOW_EXPRESSION,
         "{job_columns}": JOB_COLUMNS_EXPRESSION,

@@ -28,7 +28,7 @@ from pqueue.brokers.redis.control import RedisControl
 from pqueue.brokers.redis.core import translated
 from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
-from pqueue.brokers.redis.hub import RedisLink
+from pqueue.brokers.redis.hub import RedisLink, flush
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.brokers.redis.schedules import RedisSchedules
 from pqueue.brokers.redis.scripts import Command, ScriptCall, pipelined
@@ -321,26 +321,8 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         except (RedisError, OSError) as exc:  # their parking expires within seconds anyway
             log.warning("pqueue: could not unpark this broker's claimers (%s)", exc)
             return
-        if not await self._flush(timeout=2.0):
+        if not await flush(self.client, self._hub, self._markers, self._handoff_channel, timeout=2.0):
             log.warning("pqueue: jobs handed off just before close may stay leased until their lease expires")
-
-    async def _flush(self, timeout: float) -> bool:
-        """Wait until every hand-off published before this call has been received.
-
-        Redis delivers one channel's messages in the order they were published, so a
-        marker published now arrives after them. False if it did not come in ``timeout``.
-        """
-        channel = self._handoff_channel
-        if not self._hub.hears(channel):
-            return False
-        with self._markers.new() as (marker, arrived):
-            try:
-                await self.client.publish(channel, marker)
-                async with asyncio.timeout(timeout):
-                    await arrived.wait()
-                return True
-            except (TimeoutError, RedisError, OSError):
-                return False
 
     @property
     def _handoff_channel(self) -> str:

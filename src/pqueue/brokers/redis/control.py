@@ -69,8 +69,8 @@ class RedisControl(RedisInspector):
         return bool(done in (1, 2))
 
     async def wait_for_cancels(self, timeout: float) -> list[str]:
+        self.client  # noqa: B018 - raises unless the broker is open (a closed one must not listen)
         if self._cancels is None:
-            self.client  # noqa: B018 - raises unless the broker is open
             self._cancels = CancelInbox(self.keys.cancel_channel)
         return await self._cancels.wait_for_cancels(self._hub, timeout)
 

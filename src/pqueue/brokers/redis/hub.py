@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
+from pqueue.brokers.handoff import FlushMarkers
 from pqueue.brokers.hub import Hub
 from pqueue.brokers.redis.core import OutageReporter, honour_lost_cancel
 
@@ -74,3 +75,22 @@ class RedisLink:
 
     def back(self) -> None:
         self._reporter.health.ok()
+
+
+async def flush(client: Redis, hub: Hub, markers: FlushMarkers, channel: str, *, timeout: float) -> bool:
+    """Wait until every message published on ``channel`` before this call has been received.
+
+    Redis delivers one channel's messages in the order they were published, so a marker
+    published now arrives after them (the channel's handler hands it to ``markers``).
+    False if the hub does not hear the channel, or the marker did not come in ``timeout``.
+    """
+    if not hub.hears(channel):
+        return False
+    with markers.new() as (marker, arrived):
+        try:
+            await client.publish(channel, marker)
+            async with asyncio.timeout(timeout):
+                await arrived.wait()
+            return True
+        except (TimeoutError, RedisError, OSError):
+            return False
