@@ -1,18 +1,22 @@
 """Count the server connections one worker process holds, on Postgres and Redis.
 
-A worker is served in this process against a fresh schema/prefix, a job runs (so the
-claim loop has parked on its notification connection), then a cancel listener is in
-place (the worker subscribes before it claims): the count is taken from the server's
-own view (``pg_stat_activity`` by application_name, ``CLIENT LIST`` by client name).
+A worker (concurrency 4) is served in this process against a fresh schema/prefix, one
+job runs, and a second later, with the claim loop parked and the cancel listener in
+place, the connections are counted from the server's own view: ``pg_stat_activity`` by
+application_name, ``CLIENT LIST`` by client name. Notification connections (LISTEN,
+pub/sub) are exact; the pools' share varies with how far they grew, so each backend
+runs ``--runs`` times and the range is printed.
 
     PQUEUE_TEST_POSTGRES_URL=... PQUEUE_TEST_REDIS_URL=... python bench/worker_connections.py
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import uuid
+from collections.abc import Callable
 
 import psycopg
 import redis
@@ -21,9 +25,11 @@ from psycopg import sql
 from pqueue import AsyncClient, Router, Worker
 from pqueue.brokers.postgres import migrate
 
+Count = tuple[int, int]
+"""(all connections, notification connections)."""
 
-async def _count_while_serving(dsn: str, count: object) -> tuple[int, int]:
-    """(connections while idle after one job, connections while a result waiter waits)."""
+
+async def _count_while_serving(dsn: str, count: Callable[[], Count]) -> Count:
     router = Router()
 
     @router.task("cw:noop")
@@ -37,75 +43,66 @@ async def _count_while_serving(dsn: str, count: object) -> tuple[int, int]:
     async with AsyncClient(dsn) as client:
         job = await client.enqueue("cw:noop")
         await client.wait_job(job.id, timeout=10)
-    await asyncio.sleep(1.0)  # the claim loop is parked again; the pool holds what it grew to
-    idle = count()  # type: ignore[operator]
+    await asyncio.sleep(1.0)  # the claim loop is parked again; the client has gone
+    counted = count()
     worker.stop()
     await asyncio.wait_for(task, 30)
-    return idle, 0
+    return counted
 
 
-def _pg_count(pg_url: str, schema: str) -> int:
+def _postgres(pg_url: str, schema: str) -> Count:
     with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [f"pqueue/{schema}"]
-        ).fetchone()
-    return int(row[0]) if row else 0
+        rows = conn.execute(
+            "SELECT query FROM pg_stat_activity WHERE application_name = %s", [f"pqueue/{schema}"]
+        ).fetchall()
+    listening = [q for (q,) in rows if q.startswith("-- pqueue:listen") or q.lstrip().startswith("LISTEN")]
+    return len(rows), len(listening)
 
 
-def _pg_listeners(pg_url: str, schema: str) -> int:
-    with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND query LIKE 'LISTEN%%'"
-            " OR application_name = %s AND query LIKE '-- pqueue:listen%%'",
-            [f"pqueue/{schema}", f"pqueue/{schema}"],
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _redis_clients(url: str, prefix: str) -> tuple[int, int]:
-    """(connections named for ``prefix`` from this process, of which subscribed)."""
+def _redis(url: str, prefix: str) -> Count:
     r = redis.Redis.from_url(url, decode_responses=True)
-    name = f"pqueue:{prefix}:"
-    mine = [c for c in r.client_list() if c.get("name", "").startswith(name)]
-    subscribed = [c for c in mine if int(c.get("sub", 0)) or int(c.get("psub", 0))]
-    r.close()
-    return len(mine), len(subscribed)
+    try:
+        mine = [c for c in r.client_list() if c.get("name", "").startswith(f"pqueue:{prefix}:")]
+    finally:
+        r.close()
+    return len(mine), sum(1 for c in mine if int(c.get("sub", 0)) or int(c.get("psub", 0)))
 
 
-async def main() -> None:
-    pg_url = os.environ["PQUEUE_TEST_POSTGRES_URL"]
+async def _postgres_run(pg_url: str) -> Count:
     schema = f"cw{uuid.uuid4().hex[:10]}"
     dsn = f"{pg_url}?schema={schema}"
     migrate(dsn)
     try:
-        seen: dict[str, int] = {}
-
-        def pg() -> int:
-            seen["listen"] = _pg_listeners(pg_url, schema)
-            return _pg_count(pg_url, schema)
-
-        total, _ = await _count_while_serving(dsn, pg)
-        print(f"postgres: {total} connections, {seen['listen']} of them LISTEN connections")
+        return await _count_while_serving(dsn, lambda: _postgres(pg_url, schema))
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
-    redis_url = os.environ["PQUEUE_TEST_REDIS_URL"]
+
+async def _redis_run(url: str) -> Count:
     prefix = f"cw{uuid.uuid4().hex[:10]}"
-    rdsn = f"{redis_url}?prefix={prefix}"
-    seen_r: dict[str, int] = {}
+    try:
+        return await _count_while_serving(f"{url}?prefix={prefix}", lambda: _redis(url, prefix))
+    finally:
+        r = redis.Redis.from_url(url)
+        keys = list(r.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            r.delete(*keys)
+        r.close()
 
-    def rd() -> int:
-        total, subs = _redis_clients(redis_url, prefix)
-        seen_r["sub"] = subs
-        return total
 
-    total, _ = await _count_while_serving(rdsn, rd)
-    print(f"redis: {total} connections, {seen_r['sub']} of them subscribed (pub/sub)")
-    r = redis.Redis.from_url(redis_url)
-    keys = list(r.scan_iter(match=f"{prefix}*", count=1000))
-    if keys:
-        r.delete(*keys)
+def _report(name: str, counts: list[Count]) -> None:
+    totals = sorted(total for total, _ in counts)
+    notify = sorted({n for _, n in counts})
+    print(f"{name}: {totals[0]}-{totals[-1]} connections, notification connections {notify}")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    runs = parser.parse_args().runs
+    _report("postgres", [await _postgres_run(os.environ["PQUEUE_TEST_POSTGRES_URL"]) for _ in range(runs)])
+    _report("redis", [await _redis_run(os.environ["PQUEUE_TEST_REDIS_URL"]) for _ in range(runs)])
 
 
 if __name__ == "__main__":
