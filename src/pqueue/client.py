@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -22,7 +23,6 @@ from pqueue.broker_schedules import ScheduleInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.combine import AsyncCombiner, Outcome, Request, merging_async
-from pqueue.durations import format_duration
 from pqueue.errors import ResultTimeout
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.limits import LimitState
@@ -92,56 +92,32 @@ class Stats:
         }
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """The header and one row of text cells per queue (counts, done/s, oldest pending
-        age): what ``str(stats)`` and ``pqueue stats`` show, defined once."""
-        hidden = (JobStatus.CANCELLED, JobStatus.WAITING)
-        statuses = [JobStatus.WAITING, *(s for s in JobStatus if s not in hidden)]  # waiting comes first
-        header = ["queue", *(s.value for s in statuses), "done/s", "oldest pending"]
-        rows = [
-            [
-                f"{queue} (paused)" if queue in self.paused else queue,
-                *(str(per.get(s, 0)) for s in statuses),
-                f"{self.done_per_second.get(queue, 0.0):.2f}",
-                _age(self.oldest_pending_age.get(queue)),
-            ]
-            for queue, per in self.queues.items()
-        ]
-        return header, rows
+        """Deprecated: the header and text cells of the queue table; presentation moved to the
+        CLI (``pqueue stats``). Print ``str(stats)`` or read the fields instead."""
+        warnings.warn(_MOVED.format("table()"), DeprecationWarning, stacklevel=2)
+        from pqueue.cli._stats_text import table
+
+        return table(self)
 
     def limit_lines(self) -> list[str]:
-        """One line per limit group (``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at
-        20/s``): what ``str(stats)`` and ``pqueue stats`` show under the queue table."""
-        return [_limit_line(group) for group in self.limits]
+        """Deprecated: one text line per limit group; read :attr:`limits` or print ``str(stats)``."""
+        warnings.warn(_MOVED.format("limit_lines()"), DeprecationWarning, stacklevel=2)
+        from pqueue.cli._stats_text import limit_lines
+
+        return limit_lines(self)
 
     def __str__(self) -> str:
-        """A plain-text table a person can read: one line per queue, then the workers."""
-        header, rows = self.table()
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = [
-            "  ".join(
-                [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
-            )
-            for row in [header, *rows]
-        ]
-        if not rows:
-            lines.append("(no queues yet)")
-        lines += self.limit_lines()
-        names = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in self.workers)
-        lines.append(f"workers: {len(self.workers)}" + (f": {names}" if names else ""))
-        return "\n".join(lines)
+        """A plain-text table a person can read: one line per queue, the limit groups, then
+        the workers. Drawn by the CLI's renderer, the one place stats become text."""
+        from pqueue.cli._stats_text import plain_text  # presentation lives with the CLI (ADR 0137)
+
+        return plain_text(self)
 
 
-def _limit_line(group: LimitState) -> str:
-    """``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at 20/s``."""
-    active = f"{group.active}/{group.concurrency}" if group.concurrency is not None else str(group.active)
-    line = f"limit {group.queue}/{group.key}: {active} active, {group.waiting} waiting"
-    if group.rate is not None and group.tokens is not None:
-        line += f", {group.tokens:.1f} tokens at {group.rate:g}/s"
-    return line
-
-
-def _age(seconds: float | None) -> str:
-    return "-" if seconds is None else format_duration(seconds)
+_MOVED = (
+    "Stats.{} is deprecated and will be removed: stats presentation lives in the CLI now; "
+    "print str(stats) or read the Stats fields (queues, limits, workers) instead"
+)
 
 
 class AsyncClient:
