@@ -17,7 +17,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "errors", "clock", "durations", "ids", "extras", "suggest", "steps", "loops", "cancellation",
         "supervisor",
     ),
-    "model": ("job", "spec", "limits", "retry", "priority", "outcome", "task", "periodic", "workflow"),
+    "model": (
+        "job", "spec", "limits", "retry", "priority", "outcome", "task", "options", "periodic", "workflow",
+    ),
     "seam": (
         "broker", "broker_control", "broker_flows", "broker_schedules", "middleware", "combine",
         "transport",
