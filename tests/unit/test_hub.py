@@ -162,3 +162,25 @@ async def test_failed_attempts_back_off_and_report_each_loss_until_one_connects(
     assert await hub.start(5) is True
     assert len(link.lost_causes) == 3 and hub.connections == 1 and link.backs >= 1
     await hub.close()
+
+
+async def test_an_unexpected_failure_logs_its_traceback_once_until_a_connection_serves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    link = FakeLink()
+    failures: list[Exception] = [RuntimeError("bug in the driver")] * 5
+
+    async def connect(hub: Hub) -> FakeSession:
+        if failures:
+            raise failures.pop()
+        return await FakeLink.connect(link, hub)
+
+    link.connect = connect  # type: ignore[method-assign]
+    hub = Hub(link, name="test-hub")
+    hub.register("wake", Part().on_message)
+    with caplog.at_level("DEBUG", logger=hub_module.log.name):
+        assert await hub.start(5) is True
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and errors[0].exc_info is not None  # not one every retry
+    assert len([r for r in caplog.records if "failed again" in r.getMessage()]) == 4
+    await hub.close()

@@ -91,6 +91,7 @@ class Hub:
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._backoff = MIN_BACKOFF
+        self._failure: str | None = None  # the unexpected error last logged, until a connection serves
         self.connections = 0
         """Connections made so far (tests and the ADR's count)."""
 
@@ -193,8 +194,11 @@ class Hub:
         if isinstance(exc, self._link.errors):  # logged once per outage by the server's health
             log.debug("pqueue: %s lost its connection (%s); reconnecting", self._name, exc)
             self._link.lost(exc)
-        else:
+        elif self._failure != repr(exc):  # a bug, not an outage: its traceback once, not every retry
+            self._failure = repr(exc)
             log.exception("pqueue: %s failed; reconnecting", self._name)
+        else:
+            log.debug("pqueue: %s failed again (%r); reconnecting", self._name, exc)
         self._ready.clear()
         for entry in list(self._channels.values()):
             if entry.heard:
@@ -209,6 +213,7 @@ class Hub:
             listened = await self._follow(session, listened)
             self._link.back()
             self._backoff = MIN_BACKOFF
+            self._failure = None
             reader = asyncio.create_task(session.read(), name=f"{self._name}-read")
             try:
                 while True:
