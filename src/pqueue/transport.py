@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from pqueue.broker import FullBroker, JobPage
+from pqueue.broker import JobPage
 from pqueue.combine import Combiner, Outcome, Request, merging
 from pqueue.errors import BrokerUnavailable, ClientClosed
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus
@@ -106,22 +106,19 @@ class StepsTransport(Generic[Q, R]):
         return self.run(steps)
 
 
-def sync_transport(broker: FullBroker) -> SyncTransport | None:
-    """The direct transport for ``broker``'s backend, or None (the memory broker: loop hop)."""
-    module = type(broker).__module__
-    if module.startswith("pqueue.brokers.redis"):
-        from pqueue.brokers.redis.broker import RedisBroker
-        from pqueue.brokers.redis.sync import RedisSyncTransport
+@runtime_checkable
+class HandsOutSyncTransport(Protocol):
+    """A broker with a direct path for the sync ``Client`` (Redis and Postgres; the memory
+    broker has none). The backend builds its own transport, so this module knows no backend."""
 
-        if isinstance(broker, RedisBroker):
-            return RedisSyncTransport(broker)
-    if module.startswith("pqueue.brokers.postgres"):
-        from pqueue.brokers.postgres.broker import PostgresBroker
-        from pqueue.brokers.postgres.sync import PostgresSyncTransport
+    def sync_transport(self) -> SyncTransport:
+        """A new blocking transport over this broker's steps, owned (and closed) by the caller."""
+        ...
 
-        if isinstance(broker, PostgresBroker):
-            return PostgresSyncTransport(broker)
-    return None
+
+def sync_transport(broker: object) -> SyncTransport | None:
+    """``broker``'s direct transport, or None when it has none (every sync call hops)."""
+    return broker.sync_transport() if isinstance(broker, HandsOutSyncTransport) else None
 
 
 class DirectPath:

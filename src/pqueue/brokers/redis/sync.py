@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis import BlockingConnectionPool, Redis
 from redis.backoff import NoBackoff
@@ -19,12 +19,14 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from pqueue.brokers.redis.broker import RedisBroker
 from pqueue.brokers.redis.core import unreachable
 from pqueue.brokers.redis.scripts import Command
 from pqueue.combine import Outcome, Request
 from pqueue.steps import Steps, run_sync
 from pqueue.transport import Hop, StepsTransport
+
+if TYPE_CHECKING:
+    from pqueue.brokers.redis.broker import RedisBroker
 
 T = TypeVar("T")
 
