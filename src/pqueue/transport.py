@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pqueue.broker import JobPage
 from pqueue.combine import Combiner, Outcome, Request, merging
@@ -130,19 +130,24 @@ class DirectPath:
         self._hop_until = 0.0
         self.closed = False
         self._calls = 0
-        self._idle = threading.Condition()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # close() waits on it for calls in flight
 
     def usable(self) -> bool:
         return time.monotonic() >= self._hop_until
 
-    def run(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the direct path; a :class:`Hop` closes the path for :data:`HOP_FOR`."""
-        with self._idle:
+    def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """``specs`` in the combiner's next round trip; raises :class:`Hop` if it cannot."""
+        return self.run(self.combiner.submit, specs)
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the direct path; a :class:`Hop` closes the path for :data:`HOP_FOR`."""
+        with self._lock:
             if self.closed:
                 raise ClientClosed("pqueue.Client is closed")
             self._calls += 1
         try:
-            return fn()
+            return fn(*args)
         except Hop:
             self._hop_until = time.monotonic() + HOP_FOR
             raise
@@ -151,9 +156,9 @@ class DirectPath:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
         finally:
-            with self._idle:
+            with self._lock:
                 self._calls -= 1
-                if not self._calls:
+                if self.closed and not self._calls:
                     self._idle.notify_all()
 
     def close(self, grace: float) -> None:

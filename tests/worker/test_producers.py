@@ -186,7 +186,8 @@ async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
                 def lost(commands: object) -> object:
                     raise RedisConnectionError("Connection reset by peer")
 
-                monkeypatch.setattr(transport, "_send", lost)
+                monkeypatch.setattr(transport, "_send", lost)  # reads
+                monkeypatch.setattr(transport, "_send_line", lost)  # the combiner's round trips
             else:
 
                 def busy(**_: object) -> object:
