@@ -6,6 +6,9 @@ codecs and decoding; only the I/O call differs. When it cannot serve a call (the
 is unreachable, its pool is exhausted) it raises :class:`Hop` and the call takes the
 client's loop thread instead, whose broker reports the outage, retries and raises exactly
 as before; the direct path then stays off for :data:`HOP_FOR` seconds. ADR 0120.
+
+Each backend hands out its own transport (``broker.sync_transport()``, ADR 0136): this
+module knows no backend, and no backend is chosen by its module's name.
 """
 
 from __future__ import annotations
