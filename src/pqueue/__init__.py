@@ -33,6 +33,7 @@ from pqueue.errors import (
 )
 from pqueue.job import EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 from pqueue.middleware import JobReport, Middleware, Outcome
+from pqueue.options import JobOptions
 from pqueue.priority import QueueSelection
 from pqueue.retry import ConstantBackoff, ExponentialBackoff, LinearBackoff, RetryPolicy
 from pqueue.router import Handler, Router
@@ -48,6 +49,7 @@ __all__ = [
     "Router",
     "Handler",
     "Task",
+    "JobOptions",
     "chain",
     "group",
     "chord",

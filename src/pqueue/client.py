@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 from pqueue.broker import FullBroker, JobPage, JobScan, QueueCounts, WorkerInfo
 from pqueue.broker_flows import has_parents
@@ -22,11 +23,11 @@ from pqueue.broker_schedules import ScheduleInfo
 from pqueue.brokers import connect
 from pqueue.clock import Clock
 from pqueue.combine import AsyncCombiner, Outcome, Request, merging_async
-from pqueue.durations import format_duration
 from pqueue.errors import ResultTimeout
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.limits import LimitState
 from pqueue.middleware import Middleware, MiddlewareChain
+from pqueue.options import SHARED_OPTION_NAMES, JobOptions, SharedOptions, task_of
 from pqueue.router import Router
 from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_specs
 from pqueue.steps import Steps, run_async
@@ -91,56 +92,32 @@ class Stats:
         }
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """The header and one row of text cells per queue (counts, done/s, oldest pending
-        age): what ``str(stats)`` and ``pqueue stats`` show, defined once."""
-        hidden = (JobStatus.CANCELLED, JobStatus.WAITING)
-        statuses = [JobStatus.WAITING, *(s for s in JobStatus if s not in hidden)]  # waiting comes first
-        header = ["queue", *(s.value for s in statuses), "done/s", "oldest pending"]
-        rows = [
-            [
-                f"{queue} (paused)" if queue in self.paused else queue,
-                *(str(per.get(s, 0)) for s in statuses),
-                f"{self.done_per_second.get(queue, 0.0):.2f}",
-                _age(self.oldest_pending_age.get(queue)),
-            ]
-            for queue, per in self.queues.items()
-        ]
-        return header, rows
+        """Deprecated: the header and text cells of the queue table; presentation moved to the
+        CLI (``pqueue stats``). Print ``str(stats)`` or read the fields instead."""
+        warnings.warn(_MOVED.format("table()"), DeprecationWarning, stacklevel=2)
+        from pqueue.cli._stats_text import table
+
+        return table(self)
 
     def limit_lines(self) -> list[str]:
-        """One line per limit group (``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at
-        20/s``): what ``str(stats)`` and ``pqueue stats`` show under the queue table."""
-        return [_limit_line(group) for group in self.limits]
+        """Deprecated: one text line per limit group; read :attr:`limits` or print ``str(stats)``."""
+        warnings.warn(_MOVED.format("limit_lines()"), DeprecationWarning, stacklevel=2)
+        from pqueue.cli._stats_text import limit_lines
+
+        return limit_lines(self)
 
     def __str__(self) -> str:
-        """A plain-text table a person can read: one line per queue, then the workers."""
-        header, rows = self.table()
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = [
-            "  ".join(
-                [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))]
-            )
-            for row in [header, *rows]
-        ]
-        if not rows:
-            lines.append("(no queues yet)")
-        lines += self.limit_lines()
-        names = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in self.workers)
-        lines.append(f"workers: {len(self.workers)}" + (f": {names}" if names else ""))
-        return "\n".join(lines)
+        """A plain-text table a person can read: one line per queue, the limit groups, then
+        the workers. Drawn by the CLI's renderer, the one place stats become text."""
+        from pqueue.cli._stats_text import plain_text  # presentation lives with the CLI (ADR 0137)
+
+        return plain_text(self)
 
 
-def _limit_line(group: LimitState) -> str:
-    """``limit api/acme: 2/5 active, 7 waiting, 1.0 tokens at 20/s``."""
-    active = f"{group.active}/{group.concurrency}" if group.concurrency is not None else str(group.active)
-    line = f"limit {group.queue}/{group.key}: {active} active, {group.waiting} waiting"
-    if group.rate is not None and group.tokens is not None:
-        line += f", {group.tokens:.1f} tokens at {group.rate:g}/s"
-    return line
-
-
-def _age(seconds: float | None) -> str:
-    return "-" if seconds is None else format_duration(seconds)
+_MOVED = (
+    "Stats.{} is deprecated and will be removed: stats presentation lives in the CLI now; "
+    "print str(stats) or read the Stats fields (queues, limits, workers) instead"
+)
 
 
 class AsyncClient:
@@ -233,26 +210,7 @@ class AsyncClient:
     # -- producing ------------------------------------------------------------------
 
     async def enqueue(
-        self,
-        type: str,
-        payload: JSONValue = None,
-        *,
-        queue: str | None = None,
-        delay: float | timedelta | None = None,
-        run_at: datetime | None = None,
-        max_retries: int | None = None,
-        timeout: float | timedelta | None = None,
-        unique_for: float | timedelta | None = None,
-        unique_key: str | None = None,
-        idempotency_key: str | None = None,
-        meta: Mapping[str, str] | None = None,
-        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
-        job_id: str | None = None,
-        depends_on: Sequence[str] | None = None,
-        on_parent_failure: str = "cancel",
-        limit_key: str | None = None,
-        rate: str | None = None,
-        concurrency: int | None = None,
+        self, type: str, payload: JSONValue = None, **options: Unpack[JobOptions]
     ) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
 
@@ -261,33 +219,13 @@ class AsyncClient:
                 and ``_ . : - /``, at most 128 characters).
             payload: the handler's input, a JSON value (dict, list, str, int, float, bool
                 or None) of at most 1 MiB encoded; never pickled.
-            queue: the queue to put it on; default ``"default"``, or the handler's queue
-                when the client was given the router.
-            delay: seconds (or a timedelta) before the job may run.
-            run_at: an aware datetime before which the job does not run (not with ``delay``).
-            max_retries: how many times a failed run is retried before the job is dead;
-                default 3, or the handler's.
-            timeout: seconds one run may take before it is cancelled and counted as a
-                failure; default none, or the handler's.
-            unique_for: seconds the job's unique key is held after enqueue; while it is,
-                an enqueue with the same key stores nothing.
-            unique_key: the unique key (needs ``unique_for``); default: derived from type,
-                queue and payload.
-            idempotency_key: jobs with this key run to success at most once: a later one
-                is acked without running (see docs/delivery-semantics.md).
-            meta: string tags carried with the job (e.g. a trace id), at most 32.
-            max_recoveries: how many times the job may be taken back from a worker that
-                died holding it before it is dead; default 5.
-            job_id: the job's id (a lower-case UUID), chosen by the caller so a re-sent
-                job is refused instead of stored twice; default: a new UUIDv7.
-            depends_on: ids of jobs that must complete first; the job waits (status
-                ``waiting``) until they have, and reads their results from
-                ``job.parent_results`` (docs/workflows.md).
-            on_parent_failure: when a parent dies or is cancelled: ``"cancel"`` this job
-                (and its own dependants), or ``"run"`` it anyway.
-            limit_key: the job's limit group, in place of the router rule's ``limit_key``.
-            rate, concurrency: a limit for this job's group (``"100/s"``, an int >= 1) when
-                the client has no router that defines one (docs/limits.md).
+            **options: the job's options, each with its meaning and default at
+                :class:`~pqueue.options.JobOptions`: where and when it runs (``queue``,
+                ``delay``, ``run_at``), how it is retried and timed out (``max_retries``,
+                ``max_recoveries``, ``timeout``), uniqueness (``unique_for``,
+                ``unique_key``, ``idempotency_key``, ``job_id``), tags (``meta``),
+                parents (``depends_on``, ``on_parent_failure``; docs/workflows.md) and
+                limits (``limit_key``, ``rate``, ``concurrency``; docs/limits.md).
 
         Returns:
             ``EnqueueResult(id, created)``. ``created`` is False when a held unique key or
@@ -299,28 +237,9 @@ class AsyncClient:
                 nothing is stored.
             JobNotFound: a ``depends_on`` id names no stored job; nothing is stored.
             BrokerUnavailable: the server cannot be reached.
+            TypeError: an option that :class:`~pqueue.options.JobOptions` does not name.
         """
-        task = Task(
-            type,
-            payload,
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            max_retries=max_retries,
-            timeout=timeout,
-            unique_for=unique_for,
-            unique_key=unique_key,
-            idempotency_key=idempotency_key,
-            meta=meta or {},
-            max_recoveries=max_recoveries,
-            job_id=job_id,
-            depends_on=tuple(depends_on or ()),
-            on_parent_failure=on_parent_failure,
-            limit_key=limit_key,
-            rate=rate,
-            concurrency=concurrency,
-        )
-        [result] = await self.enqueue_many([task])
+        [result] = await self.enqueue_many([task_of(type, payload, options)])
         return result
 
     async def enqueue_task(self, task: Task) -> EnqueueResult:
@@ -365,15 +284,8 @@ class AsyncClient:
         type: str,
         payloads: Iterable[JSONValue],
         *,
-        queue: str | None = None,
-        delay: float | timedelta | None = None,
-        run_at: datetime | None = None,
-        max_retries: int | None = None,
-        timeout: float | timedelta | None = None,
-        unique_for: float | timedelta | None = None,
-        meta: Mapping[str, str] | None = None,
-        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_ids: Sequence[str] | None = None,
+        **options: Unpack[SharedOptions],
     ) -> list[EnqueueResult]:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
@@ -383,12 +295,13 @@ class AsyncClient:
         Args:
             type: the job type of every job.
             payloads: one JSON value per job.
-            queue, delay, run_at, max_retries, timeout, meta, max_recoveries: as in
-                :meth:`enqueue`, the same for every job.
-            unique_for: as in :meth:`enqueue`; each job's unique key is derived from its
-                payload, so equal payloads make one job.
             job_ids: one id per payload, chosen by the caller so that sending the same
                 jobs again adds none (see :func:`pqueue.ids.key_id`); default: new ids.
+            **options: the options every job shares, as in :meth:`enqueue`
+                (:class:`~pqueue.options.SharedOptions`: ``queue``, ``delay``, ``run_at``,
+                ``max_retries``, ``timeout``, ``unique_for``, ``meta``,
+                ``max_recoveries``). With ``unique_for``, each job's unique key is derived
+                from its payload, so equal payloads make one job.
 
         Returns:
             One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
@@ -398,51 +311,40 @@ class AsyncClient:
             InvalidJob: a bad option, any one bad payload, or ``job_ids`` not one valid id
                 per payload; everything is checked first, so nothing is stored.
             BrokerUnavailable: the server cannot be reached.
+            TypeError: an option that :class:`~pqueue.options.SharedOptions` does not name.
         """
-        return await self._send(
-            self._map_specs(
-                type,
-                payloads,
-                queue=queue,
-                delay=delay,
-                run_at=run_at,
-                max_retries=max_retries,
-                timeout=timeout,
-                unique_for=unique_for,
-                meta=meta,
-                max_recoveries=max_recoveries,
-                job_ids=job_ids,
-            )
-        )
+        return await self._send(self._map_specs(type, payloads, job_ids, options))
 
     def _map_specs(
         self,
         type: str,
         payloads: Iterable[JSONValue],
-        *,
-        queue: str | None,
-        delay: float | timedelta | None,
-        run_at: datetime | None,
-        max_retries: int | None,
-        timeout: float | timedelta | None,
-        unique_for: float | timedelta | None,
-        meta: Mapping[str, str] | None,
-        max_recoveries: int,
         job_ids: Sequence[str] | None,
+        options: SharedOptions,
     ) -> list[JobSpec]:
         """The specs :meth:`enqueue_map` sends (both clients build them here)."""
-        task = self._with_handler_defaults(Task(type, queue=queue, max_retries=max_retries, timeout=timeout))
+        unknown = options.keys() - SHARED_OPTION_NAMES
+        if unknown:
+            raise TypeError(f"enqueue_map() got an unexpected keyword argument {min(unknown)!r}")
+        task = self._with_handler_defaults(
+            Task(
+                type,
+                queue=options.get("queue"),
+                max_retries=options.get("max_retries"),
+                timeout=options.get("timeout"),
+            )
+        )
         specs = build_specs(
             type,
             payloads,
             queue=DEFAULT_QUEUE if task.queue is None else task.queue,
-            delay=delay,
-            run_at=run_at,
+            delay=options.get("delay"),
+            run_at=options.get("run_at"),
             max_retries=DEFAULT_MAX_RETRIES if task.max_retries is None else task.max_retries,
-            max_recoveries=max_recoveries,
+            max_recoveries=options.get("max_recoveries", DEFAULT_MAX_RECOVERIES),
             timeout=task.timeout,
-            unique_for=unique_for,
-            meta=meta,
+            unique_for=options.get("unique_for"),
+            meta=options.get("meta"),
             job_ids=job_ids,
         )
         rule = None if self.router is None else self.router.rule_for(self.router.get(type), task.queue)

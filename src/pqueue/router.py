@@ -13,11 +13,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pqueue.errors import ConfigError, UnknownJobType
 from pqueue.job import EnqueueResult, Job, JSONValue
 from pqueue.limits import QUEUE_GROUP, KeyFn, Limit, LimitRule
+from pqueue.options import JobOptions, task_of
 from pqueue.periodic import Schedule
 from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from pqueue.spec import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, validate_job_type, validate_queue_name
@@ -70,19 +71,20 @@ class Handler:
     def __repr__(self) -> str:
         return f"<pqueue handler {self.name!r} -> {getattr(self.fn, '__qualname__', self.fn)!r}>"
 
-    def task(self, payload: JSONValue = None, **options: Any) -> Task:
-        """A :class:`Task` of this type with this handler's defaults (for ``enqueue_many``)."""
-        return self.defaults(Task(self.name, payload, **options))
+    def task(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> Task:
+        """A :class:`Task` of this type with this handler's defaults (for ``enqueue_many``);
+        ``options`` are :class:`~pqueue.options.JobOptions`."""
+        return self.defaults(task_of(self.name, payload, options))
 
     def defaults(self, task: Task) -> Task:
         """``task`` with its unset queue, max_retries and timeout taken from this handler."""
         return task.with_defaults(self.queue, self.max_retries, self.timeout)
 
-    def enqueue(self, payload: JSONValue = None, **options: Any) -> EnqueueResult:
+    def enqueue(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue a job of this type through the router's client (blocking)."""
         return self.router.client.enqueue_task(self.task(payload, **options))
 
-    async def enqueue_async(self, payload: JSONValue = None, **options: Any) -> EnqueueResult:
+    async def enqueue_async(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue a job of this type without blocking the running event loop."""
         return await self.router.client.enqueue_task_async(self.task(payload, **options))
 

@@ -98,6 +98,13 @@ def validate_job_type(name: object) -> str:
     return name
 
 
+def validate_parent_failure(policy: str) -> str:
+    """Return ``policy`` if it is an ``on_parent_failure`` value, else raise :class:`InvalidOption`."""
+    if policy not in PARENT_FAILURE_POLICIES:
+        raise InvalidOption(f"on_parent_failure must be 'cancel' or 'run', got {policy!r}")
+    return policy
+
+
 def encode_payload(payload: JSONValue, *, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str:
     """Encode ``payload`` as compact JSON, refusing anything JSON cannot carry faithfully."""
     try:
@@ -247,8 +254,7 @@ def build_spec(
 
 def _parents(job_id: str, depends_on: Iterable[str] | None, policy: str) -> tuple[str, ...]:
     """Check ``depends_on`` (distinct job ids, not the job's own) and the failure policy."""
-    if policy not in PARENT_FAILURE_POLICIES:
-        raise InvalidOption(f"on_parent_failure must be 'cancel' or 'run', got {policy!r}")
+    validate_parent_failure(policy)
     if depends_on is None:
         return ()
     if isinstance(depends_on, str):

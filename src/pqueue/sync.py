@@ -24,12 +24,11 @@ from collections.abc import (
     Coroutine,
     Iterable,
     Iterator,
-    Mapping,
     Sequence,
 )
-from datetime import datetime, timedelta
+from datetime import timedelta
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pqueue import loops
 from pqueue.broker import JobPage, JobScan, WorkerInfo
@@ -40,8 +39,8 @@ from pqueue.clock import Clock
 from pqueue.errors import ClientClosed
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware
+from pqueue.options import JobOptions, SharedOptions, task_of
 from pqueue.router import Router
-from pqueue.spec import DEFAULT_MAX_RECOVERIES
 from pqueue.steps import run_sync
 from pqueue.task import Task
 from pqueue.transport import DirectPath, Hop, SyncTransport, sync_transport
@@ -308,6 +307,14 @@ class Client:
         if runner is not None and self._pid == os.getpid():
             runner.stop(CLOSE_GRACE if grace is None else grace)
 
+    @property
+    def is_open(self) -> bool:
+        """Whether the client is open and connected (as :attr:`AsyncClient.is_open`); False
+        once closed, and in a forked child until its first call."""
+        with self._lock:
+            runner = None if self._closed or self._pid != os.getpid() else self._runner
+        return runner is not None and runner.client.is_open
+
     def __enter__(self) -> Client:
         """:meth:`open` the client and return it; if opening fails, close it and raise."""
         try:
@@ -326,45 +333,14 @@ class Client:
 
     # -- producing ------------------------------------------------------------------
 
-    def enqueue(
-        self,
-        type: str,
-        payload: JSONValue = None,
-        *,
-        queue: str | None = None,
-        delay: float | timedelta | None = None,
-        run_at: datetime | None = None,
-        max_retries: int | None = None,
-        timeout: float | timedelta | None = None,
-        unique_for: float | timedelta | None = None,
-        unique_key: str | None = None,
-        idempotency_key: str | None = None,
-        meta: Mapping[str, str] | None = None,
-        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
-        job_id: str | None = None,
-        depends_on: Sequence[str] | None = None,
-        on_parent_failure: str = "cancel",
-        limit_key: str | None = None,
-        rate: str | None = None,
-        concurrency: int | None = None,
-    ) -> EnqueueResult:
+    def enqueue(self, type: str, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue one job of ``type``; returns its id and whether it was created.
 
         Args:
             type: the job type, the name its handler is registered under.
             payload: the handler's input, a JSON value of at most 1 MiB encoded.
-            queue, delay, run_at, max_retries, timeout: where and when it runs, how often
-                it is retried and how long a run may take (defaults: ``"default"``, now, 3,
-                none, or the handler's when the client was given the router).
-            unique_for, unique_key: hold a unique key that long; an enqueue meeting a held
-                key stores nothing.
-            idempotency_key: jobs with this key run to success at most once.
-            meta, max_recoveries, job_id: string tags, how often the job may be taken back
-                from a dead worker, and a caller-chosen id.
-            depends_on, on_parent_failure: jobs that must complete first, and what a dead
-                or cancelled one does to this job (``"cancel"`` or ``"run"``).
-            limit_key, rate, concurrency: the job's limit group and limits (docs/limits.md).
-            (Each in full at :meth:`AsyncClient.enqueue`.)
+            **options: the job's options, each with its meaning and default at
+                :class:`~pqueue.options.JobOptions` (as :meth:`AsyncClient.enqueue`).
 
         Returns:
             ``EnqueueResult(id, created)``; ``created`` is False when a held unique key or
@@ -375,28 +351,9 @@ class Client:
             InvalidJob: an invalid name, payload or option; nothing is stored.
             BrokerUnavailable: the server cannot be reached.
             ClientClosed: the client is closed, or was closed during the call.
+            TypeError: an option that :class:`~pqueue.options.JobOptions` does not name.
         """
-        task = Task(
-            type,
-            payload,
-            queue=queue,
-            delay=delay,
-            run_at=run_at,
-            max_retries=max_retries,
-            timeout=timeout,
-            unique_for=unique_for,
-            unique_key=unique_key,
-            idempotency_key=idempotency_key,
-            meta=meta or {},
-            max_recoveries=max_recoveries,
-            job_id=job_id,
-            depends_on=tuple(depends_on or ()),
-            on_parent_failure=on_parent_failure,
-            limit_key=limit_key,
-            rate=rate,
-            concurrency=concurrency,
-        )
-        return self.enqueue_task(task)
+        return self.enqueue_task(task_of(type, payload, options))
 
     def enqueue_task(self, task: Task) -> EnqueueResult:
         """Enqueue one prepared :class:`Task` (what ``handler.enqueue`` sends).
@@ -444,27 +401,19 @@ class Client:
         type: str,
         payloads: Iterable[JSONValue],
         *,
-        queue: str | None = None,
-        delay: float | timedelta | None = None,
-        run_at: datetime | None = None,
-        max_retries: int | None = None,
-        timeout: float | timedelta | None = None,
-        unique_for: float | timedelta | None = None,
-        meta: Mapping[str, str] | None = None,
-        max_recoveries: int = DEFAULT_MAX_RECOVERIES,
         job_ids: Sequence[str] | None = None,
+        **options: Unpack[SharedOptions],
     ) -> list[EnqueueResult]:
         """Enqueue one job of ``type`` per payload, all with the same options, in one round trip.
 
         Args:
             type: the job type of every job.
             payloads: one JSON value per job.
-            queue, delay, run_at, max_retries, timeout, meta, max_recoveries: as in
-                :meth:`enqueue`, the same for every job.
-            unique_for: each job's unique key is derived from its payload, so equal
-                payloads make one job.
             job_ids: one caller-chosen id per payload, so sending the same jobs again adds
                 none.
+            **options: the options every job shares (:class:`~pqueue.options.SharedOptions`),
+                as :meth:`AsyncClient.enqueue_map`; with ``unique_for``, each job's unique
+                key is derived from its payload, so equal payloads make one job.
 
         Returns:
             One ``EnqueueResult(id, created)`` per payload, in the payloads' order.
@@ -473,20 +422,11 @@ class Client:
             UnknownJobType, InvalidJob: a bad type, option or any one payload; nothing is
                 stored.
             BrokerUnavailable, ClientClosed: as :meth:`enqueue`.
+            TypeError: an option that :class:`~pqueue.options.SharedOptions` does not name.
         """
         batch = list(payloads)
-        options: dict[str, Any] = {
-            "queue": queue,
-            "delay": delay,
-            "run_at": run_at,
-            "max_retries": max_retries,
-            "timeout": timeout,
-            "unique_for": unique_for,
-            "meta": meta,
-            "max_recoveries": max_recoveries,
-            "job_ids": None if job_ids is None else list(job_ids),
-        }
-        return self._enqueue(lambda c: c._map_specs(type, batch, **options))
+        ids = None if job_ids is None else list(job_ids)
+        return self._enqueue(lambda c: c._map_specs(type, batch, ids, options))
 
     # -- inspecting and admin -------------------------------------------------------
 
@@ -522,6 +462,36 @@ class Client:
         """
         wait_seconds(timeout)
         return await self._call_async(lambda c: c.result(job_id, timeout=timeout))
+
+    def wait_job(self, job_id: str, *, timeout: float | timedelta | None = None) -> Job:
+        """Block this thread until the job finishes (completed, dead or cancelled) and
+        return it as stored: :meth:`result` without the mapping to a value or an error.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns:
+            The finished :class:`~pqueue.job.Job`.
+
+        Raises:
+            ResultTimeout: ``timeout`` passed first.
+            JobNotFound, ClientClosed: no such job; the client is closed.
+        """
+        wait_seconds(timeout)  # refuse a bad timeout in the caller's thread
+        return self._on_loop(AsyncClient.wait_job, job_id, timeout=timeout)
+
+    async def wait_job_async(self, job_id: str, *, timeout: float | timedelta | None = None) -> Job:
+        """:meth:`wait_job`, awaitable from any event loop without blocking it.
+
+        Args:
+            job_id: the id :meth:`enqueue` returned.
+            timeout: seconds (or a timedelta) to wait at most; None waits as long as it takes.
+
+        Returns and raises what :meth:`wait_job` does.
+        """
+        wait_seconds(timeout)
+        return await self._call_async(lambda c: c.wait_job(job_id, timeout=timeout))
 
     def get_job(self, job_id: str) -> Job:
         """The job with this id, as stored now.

@@ -1,7 +1,9 @@
 """``Task``: one job to enqueue, as data, for :meth:`AsyncClient.enqueue_many`.
 
-A task holds the same options as :meth:`AsyncClient.enqueue`; :meth:`Task.to_spec`
-validates them (through :func:`pqueue.spec.build_spec`) into a :class:`JobSpec`.
+A task has one field per option of :class:`~pqueue.options.JobOptions`, the keywords
+of :meth:`AsyncClient.enqueue` (tests/unit/test_option_parity.py checks it).
+:meth:`Task.to_spec` validates them (through :func:`pqueue.spec.build_spec`) into a
+:class:`JobSpec`.
 ``queue``, ``max_retries`` and ``timeout`` left as None take the registered handler's
 defaults when the client knows the router (else ``default``, 3 and no timeout).
 """
@@ -20,7 +22,7 @@ from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUE
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """A job to enqueue: its type, payload and options (see :meth:`AsyncClient.enqueue`)."""
+    """A job to enqueue: its type, payload and options (see :class:`~pqueue.options.JobOptions`)."""
 
     type: str
     payload: JSONValue = None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from pqueue.errors import InvalidOption, InvalidRequest, JobCancelled, JobFailed
 from pqueue.ids import new_id
 from pqueue.job import ErrorInfo, Job, JobStatus, JSONValue
-from pqueue.spec import PARENT_FAILURE_POLICIES
+from pqueue.spec import validate_parent_failure
 from pqueue.task import Task
 
 if TYPE_CHECKING:
@@ -44,8 +44,8 @@ class Workflow:
             on_parent_failure: ``"cancel"`` or ``"run"`` for every task (default: each
                 task's own, ``"cancel"`` unless set).
         """
-        if on_parent_failure is not None and on_parent_failure not in PARENT_FAILURE_POLICIES:
-            raise InvalidOption(f"on_parent_failure must be 'cancel' or 'run', got {on_parent_failure!r}")
+        if on_parent_failure is not None:
+            validate_parent_failure(on_parent_failure)
         if isinstance(depends_on, str):
             raise InvalidOption("depends_on must be a list of job ids, not one string")
         placed: list[Task] = []

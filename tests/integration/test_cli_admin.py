@@ -170,6 +170,22 @@ def test_enqueue_takes_a_timeout_limits_and_parents(cli: Cli) -> None:
     assert bad.code != 0 and "--concurrency" in bad.err
 
 
+def test_enqueue_takes_an_id_tags_and_a_recovery_budget(cli: Cli) -> None:
+    job_id = "01a21846-6f63-71c7-8a07-71f988ac91fe"
+    ran = cli(
+        "enqueue", "report:build", "--job-id", job_id, "--meta", "trace=t-1", "--meta", "team=ops",
+        "--max-recoveries", "2", "--json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out) == {"id": job_id, "created": True}
+    job = json.loads(cli("jobs", "show", job_id, "--json").out)
+    assert (job["meta"], job["max_recoveries"]) == ({"trace": "t-1", "team": "ops"}, 2)
+    again = cli("enqueue", "report:build", "--job-id", job_id, "--json")
+    assert json.loads(again.out) == {"id": job_id, "created": False}
+    bad = cli("enqueue", "report:build", "--meta", "trace")
+    assert bad.code != 0 and "--meta takes KEY=VALUE" in bad.err
+
+
 def test_stats_table_json_and_one_queue(cli: Cli, backend_dsn: str) -> None:
     for _ in range(2):
         assert cli("enqueue", "mail:send", "--queue", "emails").code == 0

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from pqueue import AsyncClient, BrokerUnavailable, Client, ClientClosed, Stats, Task
+from pqueue import AsyncClient, BrokerUnavailable, Client, ClientClosed, JobStatus, Stats, Task
 from pqueue import sync as sync_module
+from pqueue.errors import InvalidRequest, ResultTimeout
 
 
 def _in_thread(fn: Any) -> tuple[threading.Thread, list[Any]]:
@@ -113,3 +114,21 @@ def test_a_failed_with_block_stops_its_loop_thread(monkeypatch: pytest.MonkeyPat
         with pytest.raises(BrokerUnavailable), Client("memory://sync-failed-open"):
             pytest.fail("the body must not run")
     assert _client_threads() - before == set()
+
+
+def test_wait_job_returns_the_finished_job_as_async_client_does() -> None:
+    with Client("memory://wait-job") as client:
+        assert client.is_open
+        job_id = client.enqueue("report:build", {"n": 1}).id
+        with pytest.raises(ResultTimeout):
+            client.wait_job(job_id, timeout=0.01)
+        assert client.cancel(job_id)
+        assert client.wait_job(job_id).status is JobStatus.CANCELLED
+
+        async def awaited() -> JobStatus:
+            return (await client.wait_job_async(job_id, timeout=5)).status
+
+        assert asyncio.run(awaited()) is JobStatus.CANCELLED
+        with pytest.raises(InvalidRequest):
+            client.wait_job(job_id, timeout=-1)
+    assert not client.is_open

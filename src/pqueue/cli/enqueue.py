@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pqueue.cli._admin import command_parser, emit_json, open_client
 from pqueue.durations import parse_duration
 from pqueue.errors import ConfigError, InvalidOption, InvalidPayload
 from pqueue.job import JSONValue
-from pqueue.task import Task
+from pqueue.options import JobOptions, task_of
 
 
 def add_parser(subparsers: Any) -> None:
@@ -38,53 +40,19 @@ def add_parser(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--payload", metavar="JSON", help="the payload as JSON text (default: null)")
     source.add_argument("--payload-file", metavar="FILE", help="read the JSON payload from FILE ('-': stdin)")
-    parser.add_argument("--queue", help="the queue (default: default)")
-    parser.add_argument("--delay", metavar="DURATION", help="run no sooner than this from now")
-    parser.add_argument(
-        "--run-at", metavar="ISO8601", help="run no sooner than this time (with a zone: Z, +02:00)"
-    )
-    parser.add_argument("--unique-for", metavar="DURATION", help="refuse equal jobs for this long")
-    parser.add_argument("--unique-key", help="the key equal jobs share (default: derived from type+payload)")
-    parser.add_argument("--max-retries", metavar="N", help="retries after the first run fails (default: 3)")
-    parser.add_argument("--idempotency-key", help="run at most once per key while it is held")
-    parser.add_argument("--timeout", metavar="DURATION", help="how long the handler may run")
-    limits = parser.add_argument_group("limits (docs/limits.md)")
-    limits.add_argument("--limit-key", metavar="KEY", help="the job's limit group in its queue")
-    limits.add_argument("--rate", help="the group's rate limit: 100/s, 30/m, 500/h")
-    limits.add_argument("--concurrency", metavar="N", help="the most jobs of the group running at once")
-    parents = parser.add_argument_group("parents (docs/workflows.md)")
-    parents.add_argument(
-        "--depends-on",
-        metavar="ID",
-        action="append",
-        help="a job that must complete first (repeat for more); the job waits until then",
-    )
-    parents.add_argument(
-        "--on-parent-failure",
-        default="cancel",
-        help="when a parent dies or is cancelled: cancel (default) or run this job",
-    )
+    groups: dict[str, Any] = {"": parser}
+    for name, flag in FLAGS.items():
+        if flag.group not in groups:
+            groups[flag.group] = parser.add_argument_group(flag.group)
+        groups[flag.group].add_argument(
+            flag_of(name), metavar=flag.metavar, action="append" if flag.repeat else "store", help=flag.help
+        )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    task = Task(
-        args.type,
-        read_payload(args.payload, args.payload_file),
-        queue=args.queue,
-        delay=None if args.delay is None else parse_duration(args.delay),
-        run_at=None if args.run_at is None else parse_time(args.run_at),
-        max_retries=None if args.max_retries is None else whole(args.max_retries, "--max-retries"),
-        unique_for=None if args.unique_for is None else parse_duration(args.unique_for),
-        unique_key=args.unique_key,
-        idempotency_key=args.idempotency_key,
-        timeout=None if args.timeout is None else parse_duration(args.timeout),
-        limit_key=args.limit_key,
-        rate=args.rate,
-        concurrency=None if args.concurrency is None else whole(args.concurrency, "--concurrency"),
-        depends_on=tuple(args.depends_on or ()),
-        on_parent_failure=args.on_parent_failure,
-    )
+    payload = read_payload(args.payload, args.payload_file)
+    task = task_of(args.type, payload, options_of(args))
     task.to_spec()  # every check enqueue makes, before connecting
     with open_client(args) as client:
         result = client.enqueue_task(task)
@@ -95,6 +63,16 @@ def run(args: argparse.Namespace) -> int:
         if not result.created:
             print(f"pqueue: not enqueued: job {result.id} holds its unique key or id", file=sys.stderr)
     return 0
+
+
+def options_of(args: argparse.Namespace) -> JobOptions:
+    """The job options the command line gives, read by their :data:`FLAGS` (unchecked)."""
+    options = {
+        name: flag.parse(value, flag_of(name))
+        for name, flag in FLAGS.items()
+        if (value := getattr(args, name)) is not None
+    }
+    return cast("JobOptions", options)
 
 
 def read_payload(text: str | None, path: str | None) -> JSONValue:
@@ -129,3 +107,82 @@ def whole(text: str, flag: str) -> int:
     if not text.isdigit():
         raise InvalidOption(f"{flag} must be a whole number >= 0, got {text!r}")
     return int(text)
+
+
+def _text(text: str, flag: str) -> str:
+    return text
+
+
+def _duration(text: str, flag: str) -> float:
+    return parse_duration(text)
+
+
+def _time(text: str, flag: str) -> datetime:
+    return parse_time(text)
+
+
+def _ids(items: list[str], flag: str) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _meta(items: list[str], flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` tags, each key once (their rules are :func:`pqueue.spec.build_spec`'s)."""
+    meta: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidOption(f"{flag} takes KEY=VALUE, got {item!r}")
+        if key in meta:
+            raise InvalidOption(f"{flag} names {key!r} twice")
+        meta[key] = value
+    return meta
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """How ``pqueue enqueue`` takes one job option: as ``--its-name`` (see :func:`flag_of`)."""
+
+    help: str
+    metavar: str | None = None
+    parse: Callable[[Any, str], Any] = _text
+    """The option's value from the flag's text (a list of texts when ``repeat``) and the flag."""
+    group: str = ""
+    """The help section it is listed under; "" for the command's own."""
+    repeat: bool = False
+
+
+_LIMITS = "limits (docs/limits.md)"
+_PARENTS = "parents (docs/workflows.md)"
+FLAGS: dict[str, Flag] = {
+    "queue": Flag("the queue (default: default)"),
+    "delay": Flag("run no sooner than this from now", "DURATION", _duration),
+    "run_at": Flag("run no sooner than this time (with a zone: Z, +02:00)", "ISO8601", _time),
+    "unique_for": Flag("refuse equal jobs for this long", "DURATION", _duration),
+    "unique_key": Flag("the key equal jobs share (default: derived from type+payload)"),
+    "max_retries": Flag("retries after the first run fails (default: 3)", "N", whole),
+    "idempotency_key": Flag("run at most once per key while it is held"),
+    "timeout": Flag("how long the handler may run", "DURATION", _duration),
+    "max_recoveries": Flag("times the job is taken back from a worker that died (default: 5)", "N", whole),
+    "job_id": Flag("the job's id, a UUID: enqueueing it again stores nothing", "ID"),
+    "meta": Flag("a string tag carried with the job (repeat for more)", "KEY=VALUE", _meta, repeat=True),
+    "limit_key": Flag("the job's limit group in its queue", "KEY", group=_LIMITS),
+    "rate": Flag("the group's rate limit: 100/s, 30/m, 500/h", group=_LIMITS),
+    "concurrency": Flag("the most jobs of the group running at once", "N", whole, group=_LIMITS),
+    "depends_on": Flag(
+        "a job that must complete first (repeat for more); the job waits until then",
+        "ID",
+        _ids,
+        group=_PARENTS,
+        repeat=True,
+    ),
+    "on_parent_failure": Flag(
+        "when a parent dies or is cancelled: cancel (default) or run this job", group=_PARENTS
+    ),
+}
+"""One flag per job option (:data:`pqueue.options.OPTION_NAMES`), in ``--help`` order;
+tests/unit/test_option_parity.py fails when an option has none."""
+
+
+def flag_of(option: str) -> str:
+    """The flag of a job option: ``run_at`` is ``--run-at``."""
+    return "--" + option.replace("_", "-")

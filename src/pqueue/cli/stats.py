@@ -10,6 +10,7 @@ from typing import Any
 
 from pqueue.broker_schedules import ScheduleInfo
 from pqueue.cli._admin import command_parser, console, emit_json, open_client, queue_filter, rich_module
+from pqueue.cli._stats_text import limit_lines, table
 from pqueue.cli.schedules import render as render_schedules
 from pqueue.client import Stats
 from pqueue.durations import parse_duration
@@ -78,18 +79,19 @@ def watch(snapshot: Any, interval: float) -> None:
 
 
 def render(stats: Stats, schedules: Sequence[ScheduleInfo] = ()) -> Any:
-    """The queue table, the worker line and the schedules (if any), as one rich renderable."""
+    """The queue table, the limit groups, the worker line and the schedules (if any), as one
+    rich renderable: the cells of :mod:`pqueue.cli._stats_text`, drawn by rich."""
     table_cls = rich_module("rich.table").Table
-    header, rows = stats.table()
-    table = table_cls()
-    table.add_column(header[0], no_wrap=True)
+    header, rows = table(stats)
+    grid = table_cls()
+    grid.add_column(header[0], no_wrap=True)
     for name in header[1:]:
-        table.add_column(name, justify="right", no_wrap=True)
+        grid.add_column(name, justify="right", no_wrap=True)
     for row in rows:
-        table.add_row(*row)
+        grid.add_row(*row)
     if not rows:
-        table.caption = "no queue has held a job yet"
+        grid.caption = "no queue has held a job yet"
     workers = ", ".join(f"{w.id} ({w.host} pid {w.pid})" for w in stats.workers)
     line = f"live workers: {len(stats.workers)}" + (f" - {workers}" if workers else "")
-    parts = [table, *stats.limit_lines(), line, *([render_schedules(schedules)] if schedules else [])]
+    parts = [grid, *limit_lines(stats), line, *([render_schedules(schedules)] if schedules else [])]
     return rich_module("rich.console").Group(*parts)

@@ -48,6 +48,30 @@ WRITE_OPTIONS = frozenset(
         "summarypath",
     }
 )
+JOB_OPTIONS: dict[str, str] = {
+    "queue": "queue",
+    "delay": "delayColumn",
+    "run_at": "runAtColumn",
+    "max_retries": "maxRetries",
+    "timeout": "timeout",
+    "unique_for": "uniqueFor",
+    "unique_key": "uniqueKeyColumn",
+    "max_recoveries": "maxRecoveries",
+    "job_id": "idColumn",
+}
+"""Each job option (:data:`pqueue.options.OPTION_NAMES`) the writer sets, and the writer
+option that sets it (``idColumn`` or ``keyColumns`` make ``job_id``)."""
+JOB_OPTIONS_NOT_OFFERED: dict[str, str] = {
+    "idempotency_key": "not offered yet: the row key (idColumn) already makes a re-sent row a no-op",
+    "meta": "not offered yet: no column or option carries tags",
+    "depends_on": "rows are independent jobs; a flow needs Client.enqueue_many or workflows",
+    "on_parent_failure": "rows have no parents (see depends_on)",
+    "limit_key": "not offered yet: the writer's Client has no router and no per-row limit",
+    "rate": "not offered yet: the writer's Client has no router and no per-row limit",
+    "concurrency": "not offered yet: the writer's Client has no router and no per-row limit",
+}
+"""The job options the writer does not offer, and why; tests/unit/test_option_parity.py
+fails when an option is in neither table."""
 READ_OPTIONS = frozenset({"dsn", "status", "queue", "since", "numpartitions", "pagesize"})
 # Spark adds "path" when save()/load() get one; streaming adds its own bookkeeping keys.
 _SPARK_OPTIONS = frozenset({"path", "checkpointlocation", "queryname"})

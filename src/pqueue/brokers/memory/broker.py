@@ -80,6 +80,8 @@ class MemoryBroker(MemorySchedules):
         self.name = name
         self._store = _store_for(name, clock, retention)
         self._waiters = self._store.waiters
+        self._flows = self._store.flows
+        self._admin = self._store.admin
         self._inbox: CancelInbox | None = None
 
     @classmethod
@@ -194,13 +196,13 @@ class MemoryBroker(MemorySchedules):
     # -- inspection and admin ----------------------------------------------------
 
     async def get_job(self, job_id: str) -> Job:
-        return self._store.get_job(job_id)
+        return self._admin.get_job(job_id)
 
     async def counts(self) -> QueueCounts:
-        return self._store.counts()
+        return self._admin.counts()
 
     async def list_queues(self) -> list[str]:
-        return self._store.list_queues()
+        return self._admin.list_queues()
 
     async def list_jobs(
         self,
@@ -211,16 +213,16 @@ class MemoryBroker(MemorySchedules):
         limit: int = 50,
         offset: int = 0,
     ) -> JobPage:
-        return self._store.list_jobs(
+        return self._admin.list_jobs(
             page_request(status, limit, offset, queue=queue, type=type), queue, type, limit, offset
         )
 
     async def cancel(self, job_id: str) -> bool:
-        return self._store.cancel(job_id)
+        return self._admin.cancel(job_id)
 
     async def requeue_dead(self, *, queue: str | None = None, job_ids: Sequence[str] | None = None) -> int:
         admin_filter(queue)
-        count, woken = self._store.requeue_dead(queue, job_ids)
+        count, woken = self._admin.requeue_dead(queue, job_ids)
         self._waiters.wake(woken)
         return count
 
@@ -232,39 +234,39 @@ class MemoryBroker(MemorySchedules):
         older_than: float | None = None,
     ) -> int:
         admin_filter(queue, older_than=older_than)
-        return self._store.purge_dead(queue, job_ids, older_than)
+        return self._admin.purge_dead(queue, job_ids, older_than)
 
     async def prune(self, *, limit: int = 1000) -> int:
         return self._store.prune(limit)
 
     async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
-        self._store.register_worker(info, ttl)
+        self._admin.register_worker(info, ttl)
 
     async def unregister_worker(self, worker_id: str) -> None:
-        self._store.unregister_worker(worker_id)
+        self._admin.unregister_worker(worker_id)
 
     async def list_workers(self) -> list[WorkerInfo]:
-        return self._store.list_workers()
+        return self._admin.list_workers()
 
     async def limit_groups(self) -> list[LimitState]:
-        return self._store.limit_groups()
+        return self._admin.limit_groups()
 
     async def check_health(self) -> str:
         return f"memory store {self.name!r}"
 
     async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
-        return self._store.activity(window)
+        return self._admin.activity(window)
 
     # -- dependencies and result waiting (pqueue.broker_flows) ------------------------
 
     async def enqueue_flow(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
-        results, woken = self._store.enqueue_flow(specs)
+        results, woken = self._flows.enqueue_flow(specs)
         self._waiters.wake(woken)
         return results
 
     async def wait_finished(self, job_id: str, timeout: float) -> Job | None:
         event = asyncio.Event()
-        job = self._store.watch(job_id, asyncio.get_running_loop(), event)
+        job = self._flows.watch(job_id, asyncio.get_running_loop(), event)
         if job is not None:
             return job
         try:
@@ -273,29 +275,29 @@ class MemoryBroker(MemorySchedules):
         except TimeoutError:
             return None
         finally:
-            self._store.unwatch(job_id, event)
-        return self._store.get_job(job_id)
+            self._flows.unwatch(job_id, event)
+        return self._admin.get_job(job_id)
 
     async def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:
-        jobs = self._store.scan(scan)
+        jobs = self._admin.scan(scan)
         for start in range(0, len(jobs), scan.page_size):
             yield jobs[start : start + scan.page_size]
 
     # -- control -----------------------------------------------------------------------
 
     async def pause(self, queue: str) -> bool:
-        return self._store.pause(control_queue(queue))
+        return self._admin.pause(control_queue(queue))
 
     async def resume(self, queue: str) -> bool:
-        resumed = self._store.resume(control_queue(queue))
+        resumed = self._admin.resume(control_queue(queue))
         self._waiters.wake({queue})
         return resumed
 
     async def paused_queues(self) -> list[str]:
-        return self._store.paused_queues()
+        return self._admin.paused_queues()
 
     async def cancel_active(self, job_id: str, *, reason: str = CANCEL_REASON) -> bool:
-        return self._store.cancel_active(job_id, cancel_reason(reason))
+        return self._admin.cancel_active(job_id, cancel_reason(reason))
 
     async def wait_for_cancels(self, timeout: float) -> list[str]:
         if self._inbox is None:

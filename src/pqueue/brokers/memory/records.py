@@ -13,7 +13,8 @@ from pqueue.limits import Limit
 
 @dataclass(slots=True)
 class Record:
-    """One stored job. Mutated only by :class:`~pqueue.brokers.memory.store.MemoryStore` under its lock."""
+    """One stored job. Mutated only by :class:`~pqueue.brokers.memory.store.MemoryStore` and its
+    parts (flows, admin, limit groups) under the store's lock."""
 
     id: str
     type: str

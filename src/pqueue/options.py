@@ -1,0 +1,92 @@
+"""A job's options, defined once: :class:`JobOptions`, the keywords of every enqueue.
+
+``AsyncClient.enqueue``, ``Client.enqueue`` and ``handler.enqueue``/``handler.task``
+take ``**options: Unpack[JobOptions]``, so type checkers check every caller and editors
+list every option, and :class:`~pqueue.task.Task` has one field per option (with the
+defaults below). :func:`pqueue.spec.build_spec` is the one validation. The HTTP
+``JobIn`` model, the ``pqueue enqueue`` flags and the Spark writer map each option or say
+why they do not offer it; ``tests/unit/test_option_parity.py`` fails when a surface
+misses one, so adding an option here is where it starts (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
+
+from pqueue.job import JSONValue
+from pqueue.task import Task
+
+
+class SharedOptions(TypedDict, total=False):
+    """The options one call of ``enqueue_map`` gives every job of its batch alike."""
+
+    queue: str | None
+    """The queue to put the job on; default ``"default"``, or the handler's queue when the
+    client was given the router."""
+    delay: float | timedelta | None
+    """Seconds (or a timedelta) before the job may run; default: now."""
+    run_at: datetime | None
+    """An aware datetime before which the job does not run (not with ``delay``)."""
+    max_retries: int | None
+    """How many times a failed run is retried before the job is dead; default 3, or the
+    handler's."""
+    timeout: float | timedelta | None
+    """Seconds one run may take before it is cancelled and counted as a failure; default
+    none, or the handler's."""
+    unique_for: float | timedelta | None
+    """Seconds the job's unique key is held after enqueue; while it is, an enqueue with the
+    same key stores nothing."""
+    meta: Mapping[str, str] | None
+    """String tags carried with the job (e.g. a trace id), at most 32."""
+    max_recoveries: int
+    """How many times the job may be taken back from a worker that died holding it before
+    it is dead; default 5."""
+
+
+class JobOptions(SharedOptions, total=False):
+    """Every option of one job: the keywords of ``enqueue`` and the fields of ``Task``.
+
+    All optional; each key's docstring says what it means and its default.
+    """
+
+    unique_key: str | None
+    """The unique key (needs ``unique_for``); default: derived from type, queue and payload."""
+    idempotency_key: str | None
+    """Jobs with this key run to success at most once: a later one is acked without running
+    (docs/delivery-semantics.md)."""
+    job_id: str | None
+    """The job's id (a lower-case UUID), chosen by the caller so a re-sent job is refused
+    instead of stored twice; default: a new UUIDv7."""
+    depends_on: Sequence[str] | None
+    """Ids of jobs that must complete first; the job waits (status ``waiting``) until they
+    have, and reads their results from ``job.parent_results`` (docs/workflows.md)."""
+    on_parent_failure: str
+    """When a parent dies or is cancelled: ``"cancel"`` this job (and its own dependants),
+    the default, or ``"run"`` it anyway."""
+    limit_key: str | None
+    """The job's limit group, in place of the router rule's ``limit_key`` (docs/limits.md)."""
+    rate: str | None
+    """A rate limit for the job's group, such as ``"100/s"``, when the client has no router
+    that defines one (docs/limits.md)."""
+    concurrency: int | None
+    """A concurrency limit (an int >= 1) for the job's group, when the client has no router
+    that defines one (docs/limits.md)."""
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(JobOptions.__annotations__)
+"""Every option's name, in definition order (shared ones first)."""
+SHARED_OPTION_NAMES: tuple[str, ...] = tuple(SharedOptions.__annotations__)
+"""The options ``enqueue_map`` takes (one value for its whole batch)."""
+
+
+def task_of(type: str, payload: JSONValue, options: JobOptions) -> Task:
+    """The :class:`Task` ``enqueue(type, payload, **options)`` asks for (unchecked until
+    :meth:`Task.to_spec`); ``meta`` and ``depends_on`` may be None or any sequence here."""
+    fields: dict[str, Any] = dict(options)
+    if "meta" in fields and fields["meta"] is None:
+        fields["meta"] = {}
+    if "depends_on" in fields:
+        fields["depends_on"] = tuple(fields["depends_on"] or ())
+    return Task(type, payload, **fields)
