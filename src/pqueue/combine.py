@@ -130,8 +130,15 @@ class _Waiter:
         self.request = request
         self.outcome: Outcome | None = None
         self.lead = False
-        self.gate = threading.Lock()  # held until the waiter is woken (cheaper than an Event)
+        self.gate: threading.Lock | None = None  # a thread that must wait: held until it is woken
+
+    def wait(self) -> None:
+        assert self.gate is not None
         self.gate.acquire()
+
+    def wake(self) -> None:
+        if self.gate is not None:  # None: it led this round trip itself
+            self.gate.release()
 
 
 class Combiner:
@@ -149,6 +156,9 @@ class Combiner:
         me = _Waiter(request)
         with self._lock:
             lead = self._line.arrive(me)
+            if not lead:  # a lock of its own only for a thread that waits (cheaper than an Event)
+                me.gate = threading.Lock()
+                me.gate.acquire()
         if lead and self._crowd > 1:
             # Nothing in flight, but the last round trip carried several callers: before
             # sending, let go of the GIL for as long as that brings newcomers, so threads
@@ -161,7 +171,7 @@ class Combiner:
                 if len(self._line.waiting) == arrived:
                     break
         elif not lead:
-            me.gate.acquire()
+            me.wait()
             if not me.lead:
                 return _settled(me.outcome)  # type: ignore[arg-type]
         with self._lock:
@@ -176,11 +186,11 @@ class Combiner:
             after = self._line.finish()
         if after is not None:
             after.lead = True
-            after.gate.release()
+            after.wake()
         for waiter, outcome in zip(batch, outcomes, strict=True):
             waiter.outcome = outcome
             if waiter is not me:
-                waiter.gate.release()
+                waiter.wake()
         return _settled(me.outcome)  # type: ignore[arg-type]
 
 

@@ -28,7 +28,7 @@ from collections.abc import (
 )
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar, Unpack
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from pqueue import loops
 from pqueue.broker import JobPage, JobScan, WorkerInfo
@@ -47,6 +47,7 @@ from pqueue.transport import DirectPath, Hop, SyncTransport, sync_transport
 from pqueue.workflow import wait_seconds
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 CLOSE_GRACE = 5.0
 """Seconds :meth:`Client.close` lets calls in flight on other threads finish before cancelling them."""
@@ -187,6 +188,9 @@ class Client:
         self._runner: _LoopThread | None = _LoopThread(self._make)  # a bad DSN fails here
 
     def _loop_thread(self) -> _LoopThread:
+        runner = self._runner
+        if runner is not None and self._pid == os.getpid():  # the usual case: no lock taken
+            return runner  # (close() clears _runner first; a runner closing refuses calls itself)
         with self._lock:
             if self._closed:
                 raise ClientClosed("pqueue.Client is closed; call open() to use it again")
@@ -206,33 +210,44 @@ class Client:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
 
-    def _direct(self, runner: _LoopThread | None = None) -> tuple[AsyncClient, DirectPath] | None:
-        """The loop's client and the direct path, opened; None when calls must hop."""
-        runner = runner or self._loop_thread()
+    def _on_loop(
+        self,
+        method: Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``AsyncClient.method(*args, **kwargs)`` run on the loop thread and waited for: the
+        body of every method that has no direct path (mypy checks the arguments against
+        the async method's own signature, so the two cannot drift)."""
+        return self._call(lambda c: method(c, *args, **kwargs))
+
+    def _direct(self, runner: _LoopThread) -> DirectPath | None:
+        """The direct path, its client opened; None when calls must hop to the loop thread."""
         path = runner.direct
         if path is None or not path.usable() or threading.current_thread() is runner.thread:
             return None
         if not runner.client.is_open:
             self._call(lambda c: c.open())  # opening, its checks and its errors: the broker's own
-        return runner.client, path
+        return path
 
     def _enqueue(self, specs_of: Callable[[AsyncClient], list[JobSpec]]) -> list[EnqueueResult]:
         """Enqueue the specs ``specs_of`` builds, once and in this thread (a bad job's error
         points at the caller), on the direct path or else through the loop thread."""
         runner = self._loop_thread()
-        specs = specs_of(runner.client)
-        direct = self._direct(runner)
-        if direct is None:
+        client = runner.client
+        specs = specs_of(client)
+        path = self._direct(runner)
+        if path is None:
             return self._call(lambda c: c._send(specs))
-        client, path = direct
 
         def send(specs: list[JobSpec]) -> list[EnqueueResult]:
-            if has_parents(specs):  # the loop's client sends it to the broker's enqueue_flow
-                return self._call(lambda c: c._submit_specs(specs))
-            try:
-                return path.run(lambda: path.combiner.submit(specs))
-            except Hop:  # the loop's client sends it (retrying, reporting); hooks already ran
-                return self._call(lambda c: c._submit_specs(specs))
+            if not has_parents(specs):  # with parents: the loop's client sends it to enqueue_flow
+                try:
+                    return path.enqueue(specs)
+                except Hop:  # the loop's client sends it (retrying, reporting); hooks already ran
+                    pass
+            return self._call(lambda c: c._submit_specs(specs))
 
         return run_sync(client._sending(specs), send)
 
@@ -240,11 +255,10 @@ class Client:
         self, direct_call: Callable[[SyncTransport], T], hop: Callable[[AsyncClient], Coroutine[Any, Any, T]]
     ) -> T:
         """A read on the direct path when there is one, else (or when it cannot reach) ``hop``."""
-        direct = self._direct()
-        if direct is not None:
-            _, path = direct
+        path = self._direct(self._loop_thread())
+        if path is not None:
             try:
-                return path.run(lambda: direct_call(path.transport))
+                return path.run(direct_call, path.transport)
             except Hop:
                 pass
         return self._call(hop)
@@ -269,7 +283,7 @@ class Client:
         """
         with self._lock:
             self._closed = False
-        self._call(lambda c: c.open())
+        self._on_loop(AsyncClient.open)
 
     def close(self, *, grace: float | None = None) -> None:
         """Close connections and stop the loop thread; idempotent.
@@ -435,7 +449,7 @@ class Client:
             JobNotFound, ClientClosed: no such job; the client is closed.
         """
         wait_seconds(timeout)  # refuse a bad timeout in the caller's thread
-        return self._call(lambda c: c.result(job_id, timeout=timeout))
+        return self._on_loop(AsyncClient.result, job_id, timeout=timeout)
 
     async def result_async(self, job_id: str, *, timeout: float | timedelta | None = None) -> JSONValue:
         """:meth:`result`, awaitable from any event loop without blocking it.
@@ -465,7 +479,7 @@ class Client:
             JobNotFound, ClientClosed: no such job; the client is closed.
         """
         wait_seconds(timeout)  # refuse a bad timeout in the caller's thread
-        return self._call(lambda c: c.wait_job(job_id, timeout=timeout))
+        return self._on_loop(AsyncClient.wait_job, job_id, timeout=timeout)
 
     async def wait_job_async(self, job_id: str, *, timeout: float | timedelta | None = None) -> Job:
         """:meth:`wait_job`, awaitable from any event loop without blocking it.
@@ -499,7 +513,7 @@ class Client:
         Returns:
             :class:`~pqueue.client.Stats`.
         """
-        return self._call(lambda c: c.stats())
+        return self._on_loop(AsyncClient.stats)
 
     def list_queues(self) -> list[str]:
         """Every queue that has held a job, sorted by name."""
@@ -507,11 +521,11 @@ class Client:
 
     def list_workers(self) -> list[WorkerInfo]:
         """The workers that reported in recently (id, host, pid, queues, last seen)."""
-        return self._call(lambda c: c.list_workers())
+        return self._on_loop(AsyncClient.list_workers)
 
     def schedules(self) -> list[ScheduleInfo]:
         """The periodic schedules workers run, with their next and last run (see AsyncClient.schedules)."""
-        return self._call(lambda c: c.schedules())
+        return self._on_loop(AsyncClient.schedules)
 
     def list_jobs(
         self,
@@ -572,7 +586,7 @@ class Client:
         Returns:
             How many jobs moved.
         """
-        return self._call(lambda c: c.requeue_dead(queue=queue, job_ids=job_ids))
+        return self._on_loop(AsyncClient.requeue_dead, queue=queue, job_ids=job_ids)
 
     def purge_dead(
         self,
@@ -592,7 +606,7 @@ class Client:
         Returns:
             How many jobs were deleted.
         """
-        return self._call(lambda c: c.purge_dead(queue=queue, job_ids=job_ids, older_than=older_than))
+        return self._on_loop(AsyncClient.purge_dead, queue=queue, job_ids=job_ids, older_than=older_than)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel a job that has not finished: waiting (pending, scheduled or waiting to
@@ -607,7 +621,7 @@ class Client:
         Raises:
             JobNotFound: no such job.
         """
-        return self._call(lambda c: c.cancel(job_id))
+        return self._on_loop(AsyncClient.cancel, job_id)
 
     def pause(self, queue: str) -> bool:
         """Pause a queue: workers claim nothing more from it until :meth:`resume`;
@@ -622,7 +636,7 @@ class Client:
         Raises:
             InvalidRequest: a name no queue could have.
         """
-        return self._call(lambda c: c.pause(queue))
+        return self._on_loop(AsyncClient.pause, queue)
 
     def resume(self, queue: str) -> bool:
         """Let workers claim from a paused queue again.
@@ -636,11 +650,11 @@ class Client:
         Raises:
             InvalidRequest: a name no queue could have.
         """
-        return self._call(lambda c: c.resume(queue))
+        return self._on_loop(AsyncClient.resume, queue)
 
     def paused_queues(self) -> list[str]:
         """The paused queues, sorted by name."""
-        return self._call(lambda c: c.paused_queues())
+        return self._on_loop(AsyncClient.paused_queues)
 
     def health(self) -> str:
         """Check that the broker answers and its storage schema is current.
@@ -652,7 +666,7 @@ class Client:
             BrokerUnavailable: the server does not answer.
             SchemaError: the storage schema is missing or not the one this pqueue writes.
         """
-        return self._call(lambda c: c.health())
+        return self._on_loop(AsyncClient.health)
 
     def scan_jobs(self, scan: JobScan) -> Iterator[Sequence[Job]]:
         """Every stored job ``scan`` matches, page by page; see :meth:`AsyncClient.scan_jobs`.

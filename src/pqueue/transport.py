@@ -6,6 +6,9 @@ codecs and decoding; only the I/O call differs. When it cannot serve a call (the
 is unreachable, its pool is exhausted) it raises :class:`Hop` and the call takes the
 client's loop thread instead, whose broker reports the outage, retries and raises exactly
 as before; the direct path then stays off for :data:`HOP_FOR` seconds. ADR 0120.
+
+Each backend hands out its own transport (``broker.sync_transport()``, ADR 0136): this
+module knows no backend, and no backend is chosen by its module's name.
 """
 
 from __future__ import annotations
@@ -13,9 +16,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from pqueue.broker import FullBroker, JobPage
+from pqueue.broker import JobPage
 from pqueue.combine import Combiner, Outcome, Request, merging
 from pqueue.errors import BrokerUnavailable, ClientClosed
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus
@@ -106,22 +109,19 @@ class StepsTransport(Generic[Q, R]):
         return self.run(steps)
 
 
-def sync_transport(broker: FullBroker) -> SyncTransport | None:
-    """The direct transport for ``broker``'s backend, or None (the memory broker: loop hop)."""
-    module = type(broker).__module__
-    if module.startswith("pqueue.brokers.redis"):
-        from pqueue.brokers.redis.broker import RedisBroker
-        from pqueue.brokers.redis.sync import RedisSyncTransport
+@runtime_checkable
+class HandsOutSyncTransport(Protocol):
+    """A broker with a direct path for the sync ``Client`` (Redis and Postgres; the memory
+    broker has none). The backend builds its own transport, so this module knows no backend."""
 
-        if isinstance(broker, RedisBroker):
-            return RedisSyncTransport(broker)
-    if module.startswith("pqueue.brokers.postgres"):
-        from pqueue.brokers.postgres.broker import PostgresBroker
-        from pqueue.brokers.postgres.sync import PostgresSyncTransport
+    def sync_transport(self) -> SyncTransport:
+        """A new blocking transport over this broker's steps, owned (and closed) by the caller."""
+        ...
 
-        if isinstance(broker, PostgresBroker):
-            return PostgresSyncTransport(broker)
-    return None
+
+def sync_transport(broker: object) -> SyncTransport | None:
+    """``broker``'s direct transport, or None when it has none (every sync call hops)."""
+    return broker.sync_transport() if isinstance(broker, HandsOutSyncTransport) else None
 
 
 class DirectPath:
@@ -133,19 +133,24 @@ class DirectPath:
         self._hop_until = 0.0
         self.closed = False
         self._calls = 0
-        self._idle = threading.Condition()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # close() waits on it for calls in flight
 
     def usable(self) -> bool:
         return time.monotonic() >= self._hop_until
 
-    def run(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on the direct path; a :class:`Hop` closes the path for :data:`HOP_FOR`."""
-        with self._idle:
+    def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        """``specs`` in the combiner's next round trip; raises :class:`Hop` if it cannot."""
+        return self.run(self.combiner.submit, specs)
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the direct path; a :class:`Hop` closes the path for :data:`HOP_FOR`."""
+        with self._lock:
             if self.closed:
                 raise ClientClosed("pqueue.Client is closed")
             self._calls += 1
         try:
-            return fn()
+            return fn(*args)
         except Hop:
             self._hop_until = time.monotonic() + HOP_FOR
             raise
@@ -154,9 +159,9 @@ class DirectPath:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
         finally:
-            with self._idle:
+            with self._lock:
                 self._calls -= 1
-                if not self._calls:
+                if self.closed and not self._calls:
                     self._idle.notify_all()
 
     def close(self, grace: float) -> None:

@@ -186,7 +186,8 @@ async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
                 def lost(commands: object) -> object:
                     raise RedisConnectionError("Connection reset by peer")
 
-                monkeypatch.setattr(transport, "_send", lost)
+                monkeypatch.setattr(transport, "_send", lost)  # reads
+                monkeypatch.setattr(transport, "_send_line", lost)  # the combiner's round trips
             else:
 
                 def busy(**_: object) -> object:
@@ -201,6 +202,31 @@ async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
 
     ids, payloads = await asyncio.to_thread(body)
     assert len(set(ids)) == 2 and payloads == ["1", "2"]
+
+
+@only_backends("redis")
+async def test_enqueues_keep_one_connection_and_outlive_the_server_closing_it(
+    broker: FullBroker, backend_dsn: str
+) -> None:
+    """Redis: the combiner's round trips keep one connection (ADR 0136); when the server
+    closes it, the next enqueue reconnects on the direct path instead of hopping."""
+
+    def body() -> tuple[int, int, list[str]]:
+        with Client(backend_dsn) as client:
+            first = client.enqueue("p:job", 1)
+            direct: Any = client._loop_thread().direct
+            line = direct.transport._line_client()
+            kept = line.client_id()
+            second = client.enqueue("p:job", 2)
+            assert line.client_id() == kept  # the same connection carried both
+            Redis(connection_pool=line.connection_pool).client_kill_filter(_id=kept)
+            third = client.enqueue("p:job", 3)  # the server closed it: redis-py reconnects
+            assert direct.usable()  # no hop to the loop thread
+            ids = (first.id, second.id, third.id)
+            return kept, line.client_id(), [str(client.get_job(i).payload) for i in ids]
+
+    kept, now, payloads = await asyncio.to_thread(body)
+    assert now != kept and payloads == ["1", "2", "3"]
 
 
 @only_backends("redis", "postgres")

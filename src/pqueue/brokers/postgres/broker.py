@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from psycopg import errors as pg_errors
 
@@ -45,6 +45,9 @@ from pqueue.errors import BrokerError, CorruptJob, JobNotFound
 from pqueue.ids import is_job_id
 from pqueue.job import MAX_ERROR_HISTORY, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
 from pqueue.steps import Steps
+
+if TYPE_CHECKING:
+    from pqueue.brokers.postgres.sync import PostgresSyncTransport
 
 log = logging.getLogger("pqueue.postgres")
 
@@ -95,6 +98,13 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         self._parked_workers: set[str] = set()  # parked since their last claim statement
         self._wakeups = Wakeups()
         self._results = ResultWaiters()
+
+    def sync_transport(self) -> PostgresSyncTransport:
+        """The sync ``Client``'s direct path over this broker's steps (a blocking psycopg
+        pool), built on demand so a worker never loads it (ADR 0136)."""
+        from pqueue.brokers.postgres.sync import PostgresSyncTransport
+
+        return PostgresSyncTransport(self)
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> PostgresBroker:

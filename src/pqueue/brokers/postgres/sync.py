@@ -11,19 +11,21 @@ retries and reports the outage once, as it always did (ADR 0120).
 from __future__ import annotations
 
 import threading
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from pqueue.brokers.postgres.broker import PostgresBroker
 from pqueue.brokers.postgres.connection import TUPLES_OK, connection_kwargs, translated
 from pqueue.brokers.postgres.core import Rows, Statement
 from pqueue.brokers.postgres.cursors import CursorCache
 from pqueue.steps import Steps, run_sync
 from pqueue.transport import Hop, StepsTransport
+
+if TYPE_CHECKING:
+    from pqueue.brokers.postgres.broker import PostgresBroker
 
 T = TypeVar("T")
 

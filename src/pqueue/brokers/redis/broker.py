@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import RedisError
 
@@ -38,6 +38,9 @@ from pqueue.combine import Outcome
 from pqueue.errors import CorruptJob
 from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease
 from pqueue.steps import Steps
+
+if TYPE_CHECKING:
+    from pqueue.brokers.redis.sync import RedisSyncTransport
 
 log = logging.getLogger("pqueue.redis")
 
@@ -126,6 +129,13 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         )
         self._box = self._hold.box
         self._parked: dict[str, set[str]] = {}  # queue -> claimers this broker parked there
+
+    def sync_transport(self) -> RedisSyncTransport:
+        """The sync ``Client``'s direct path over this broker's steps (redis-py's blocking
+        client), built on demand so a worker never loads it (ADR 0136)."""
+        from pqueue.brokers.redis.sync import RedisSyncTransport
+
+        return RedisSyncTransport(self)
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> RedisBroker:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis import BlockingConnectionPool, Redis
 from redis.backoff import NoBackoff
@@ -19,14 +19,17 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from pqueue.brokers.redis.broker import RedisBroker
 from pqueue.brokers.redis.core import unreachable
 from pqueue.brokers.redis.scripts import Command
 from pqueue.combine import Outcome, Request
 from pqueue.steps import Steps, run_sync
 from pqueue.transport import Hop, StepsTransport
 
+if TYPE_CHECKING:
+    from pqueue.brokers.redis.broker import RedisBroker
+
 T = TypeVar("T")
+Send = Callable[[list[Command]], list[Any]]
 
 
 class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
@@ -37,6 +40,7 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         self.broker = broker
         self._lock = threading.Lock()
         self._client: Redis | None = None
+        self._line: Redis | None = None
 
     def _redis(self) -> Redis:
         if self._client is None:
@@ -57,10 +61,26 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
                     self._client = Redis(connection_pool=pool)
         return self._client
 
+    def _line_client(self) -> Redis:
+        """The client of the combiner's round trips: one connection of the pool, kept. The
+        combiner sends one round trip at a time, so they need no check-out and check-in
+        of a pooled connection per call (a third of redis-py's cost of a call)."""
+        line = self._line
+        if line is None:
+            pool = self._redis().connection_pool
+            with self._lock:
+                if self._line is None:  # connects here: an unreachable server hops
+                    self._line = Redis(connection_pool=pool, single_connection_client=True)
+                line = self._line
+        return line
+
     def run(self, steps: Steps[list[Command], list[Any], T]) -> T:
         """Drive one operation's steps here, translating errors as the broker does."""
+        return self._run(steps, self._send)
+
+    def _run(self, steps: Steps[list[Command], list[Any], T], send: Send) -> T:
         try:
-            result = run_sync(steps, self._send)
+            result = run_sync(steps, send)
         except (RedisError, OSError) as exc:
             if unreachable(exc):
                 raise Hop(f"redis at {self.broker.address}: {exc}") from exc
@@ -68,27 +88,38 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         self.broker.health.ok()
         return result
 
-    def _send(self, commands: Sequence[Command]) -> list[Any]:
-        """One round trip (the asyncio broker's ``_send``, blocking)."""
-        client = self._redis()
-        if len(commands) == 1:
-            execute: Callable[..., Any] = client.execute_command
-            try:
-                return [execute(*commands[0])]
-            except ResponseError as exc:
-                return [exc]
-        pipe = client.pipeline(transaction=False)
-        queue: Callable[..., Any] = pipe.execute_command
-        for command in commands:
-            queue(*command)
-        return list(pipe.execute(raise_on_error=False))
+    def _send(self, commands: list[Command]) -> list[Any]:
+        """One round trip on a pooled connection (the asyncio broker's ``_send``, blocking)."""
+        return _round_trip(self._redis(), commands)
+
+    def _send_line(self, commands: list[Command]) -> list[Any]:
+        return _round_trip(self._line_client(), commands)
 
     def enqueue_each(self, requests: list[Request]) -> list[Outcome]:
-        """One pipeline for several callers (``RedisBroker.enqueue_each_steps``)."""
-        return self.run(self.broker.enqueue_each_steps(requests))
+        """One pipeline for several callers (``RedisBroker.enqueue_each_steps``), on the
+        combiner's own connection."""
+        return self._run(self.broker.enqueue_each_steps(requests), self._send_line)
 
     def close(self) -> None:
+        line, self._line = self._line, None
+        if line is not None:
+            line.close()  # its connection back to the pool, which is closed next
         client, self._client = self._client, None
         if client is not None:
             client.close()
             client.connection_pool.disconnect()
+
+
+def _round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
+    """One round trip: a lone command without a pipeline's cost; refusals in place of replies."""
+    if len(commands) == 1:
+        execute: Callable[..., Any] = client.execute_command
+        try:
+            return [execute(*commands[0])]
+        except ResponseError as exc:
+            return [exc]
+    pipe = client.pipeline(transaction=False)
+    queue: Callable[..., Any] = pipe.execute_command
+    for command in commands:
+        queue(*command)
+    return list(pipe.execute(raise_on_error=False))
