@@ -619,24 +619,72 @@ WHERE status = ANY(%(statuses)s::text[])
 
 
 -- name: counts
--- Jobs per queue and status; queues without jobs appear with a NULL status.
-SELECT q.name, c.status, c.n
+-- Jobs per queue and status; queues without jobs appear with a NULL status. Never reads
+-- the history (ADR 0139): live statuses through their partial indexes (jobs_claim,
+-- jobs_leases, jobs_waiting), finished ones from their counters (migration 0008): the
+-- folded totals plus the deltas not folded yet. The last column is how many deltas were
+-- read (the same on every row): `counts` folds them when there are many.
+WITH deltas AS MATERIALIZED (
+    SELECT queue, status, sum(n) AS n, count(*) AS rows
+    FROM {schema}.finished_deltas GROUP BY queue, status
+),
+per AS (
+    SELECT queue, status, count(*) AS n FROM {schema}.jobs
+    WHERE status IN ('pending', 'scheduled', 'retry') GROUP BY queue, status
+    UNION ALL
+    SELECT queue, 'active', count(*) FROM {schema}.jobs WHERE status = 'active' GROUP BY queue
+    UNION ALL
+    SELECT queue, 'waiting', count(*) FROM {schema}.jobs WHERE status = 'waiting' GROUP BY queue
+    UNION ALL
+    SELECT queue, status, sum(n) FROM (
+        SELECT queue, status, n FROM {schema}.finished_counts
+        UNION ALL
+        SELECT queue, status, n FROM deltas
+    ) AS f GROUP BY queue, status
+)
+SELECT q.name, per.status, per.n, (SELECT coalesce(sum(rows), 0) FROM deltas)
 FROM {schema}.queues AS q
-LEFT JOIN (
-    SELECT queue, status, count(*) AS n FROM {schema}.jobs GROUP BY queue, status
-) AS c ON c.queue = q.name;
+LEFT JOIN per ON per.queue = q.name;
+
+
+-- name: fold_counts
+-- Move the finished-job deltas (migration 0008) into their totals in one transaction, so
+-- every snapshot sees each delta in exactly one of the two tables. One folder at a time
+-- (a transaction-scoped advisory lock, tried, never waited for); a delta appended after
+-- this statement's snapshot waits for the next fold. Returns how many deltas it folded.
+WITH gone AS (
+    DELETE FROM {schema}.finished_deltas
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended(%(lock)s, 0)))
+    RETURNING queue, status, n
+),
+folded AS (
+    INSERT INTO {schema}.finished_counts AS c (queue, status, n)
+    SELECT queue, status, sum(n) FROM gone GROUP BY queue, status ORDER BY queue, status
+    ON CONFLICT (queue, status) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT count(*) FROM gone;
 
 
 -- name: activity
 -- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
--- the claim index answers it) and the jobs finished (completed or dead) in the window.
+-- the claim index answers it) and the jobs finished (completed or dead) in the window,
+-- found by finish time through jobs_finished and jobs_died (migration 0008): what the
+-- window holds, never the history.
+WITH done AS (
+    SELECT queue, count(*) AS n FROM (
+        SELECT queue FROM {schema}.jobs
+        WHERE status = 'completed' AND finished_at > {now} - make_interval(secs => %(window)s)
+        UNION ALL
+        SELECT queue FROM {schema}.jobs
+        WHERE status = 'dead' AND finished_at > {now} - make_interval(secs => %(window)s)
+    ) AS f GROUP BY queue
+)
 SELECT q.name,
     (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
      WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
-    (SELECT count(*) FROM {schema}.jobs AS j
-     WHERE j.queue = q.name AND j.status IN ('completed', 'dead')
-       AND j.finished_at > {now} - make_interval(secs => %(window)s))
+    coalesce(done.n, 0)
 FROM {schema}.queues AS q
+LEFT JOIN done ON done.queue = q.name
 ORDER BY q.name;
 
 
@@ -651,12 +699,19 @@ SELECT coalesce(c.queue, g.queue), coalesce(c.key, g.key),
             ELSE least(coalesce(c.burst, g.burst), g.tokens + greatest(
                 extract(epoch FROM {now} - g.refilled_at), 0) * coalesce(c.rate, g.rate)) END
 FROM (
+    -- Two arms, one per partial index (jobs_limited, jobs_limit_active): one condition
+    -- over both statuses matches neither index and reads the whole table (ADR 0139).
     SELECT queue, limit_key AS key,
            count(*) FILTER (WHERE status = 'active') AS active,
            count(*) FILTER (WHERE status <> 'active') AS waiting,
            max(limit_concurrency) AS concurrency, max(limit_rate) AS rate, max(limit_burst) AS burst
-    FROM {schema}.jobs
-    WHERE limit_key IS NOT NULL AND status IN ('pending', 'scheduled', 'retry', 'active')
+    FROM (
+        SELECT queue, limit_key, status, limit_concurrency, limit_rate, limit_burst FROM {schema}.jobs
+        WHERE limit_key IS NOT NULL AND status IN ('pending', 'scheduled', 'retry')
+        UNION ALL
+        SELECT queue, limit_key, status, limit_concurrency, limit_rate, limit_burst FROM {schema}.jobs
+        WHERE limit_key IS NOT NULL AND status = 'active'
+    ) AS live
     GROUP BY queue, limit_key
 ) AS c
 FULL JOIN {schema}.limit_groups AS g ON g.queue = c.queue AND g.key = c.key
