@@ -27,12 +27,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
+from bench.retention_postgres import dsn_for, fill, sql
 
 import pqueue
 from pqueue.broker import FullBroker
 from pqueue.brokers.postgres import migrate
 from pqueue.brokers.postgres.sql import migrations, queries_for, render
-from bench.retention_postgres import dsn_for, fill, sql
 
 COUNTED_FROM = 8
 """The migration from which finished jobs are counted by triggers (ADR 0139)."""
@@ -117,7 +117,7 @@ async def measure(dsn: str, args: argparse.Namespace) -> None:
             ("activity()", broker.activity),
         ):
             median, worst = await median_ms(read, args.repeat)
-            print(f"{name:<11} median {median:8.2f} ms  max {worst:8.2f} ms  ({args.repeat} runs)", flush=True)
+            print(f"{name:<11} median {median:8.2f} ms  max {worst:8.2f} ms ({args.repeat} runs)", flush=True)
     finally:
         await client.close()
 

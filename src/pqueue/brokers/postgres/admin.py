@@ -67,12 +67,12 @@ class PostgresAdmin(BrokerCore):
         """Jobs per queue and status without reading the history (ADR 0139): live ones through
         their indexes, finished ones from counters; folds the counters' deltas when many wait."""
         counts: dict[str, dict[JobStatus, int]] = {}
-        deltas = 0
-        for queue, status, n, deltas in await self.db.rows(self._q["counts"], {}, prepare=False):
+        rows = await self.db.rows(self._q["counts"], {}, prepare=False)
+        for queue, status, n, _ in rows:
             per = counts.setdefault(queue, dict.fromkeys(JobStatus, 0))
             if status is not None:
                 per[JobStatus(status)] = int(n)
-        if deltas >= FOLD_AT:
+        if rows and rows[0][3] >= FOLD_AT:  # the deltas read (the same on every row)
             await self.fold_counts()
         return dict(sorted(counts.items()))
 

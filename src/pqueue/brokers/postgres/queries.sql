@@ -988,26 +988,35 @@ SELECT id::text, status FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) ORDER
 -- name: enqueue_waiting
 -- Store jobs that wait for parents (`waiting`, parents_left = how many). Their run_at is
 -- computed now, as for any job; a job released later runs at max(run_at, release time).
--- Jobs whose id exists are skipped. Returns the ids created.
-INSERT INTO {schema}.jobs AS j (
-    id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-    timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+-- Jobs whose id exists are skipped; their queues are recorded (list_queues, counts).
+-- Returns the ids created.
+WITH created AS (
+    INSERT INTO {schema}.jobs AS j (
+        id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
+        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+    )
+    SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
+           coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
+           {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
+           string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
+           cardinality(string_to_array(i.parents, ','))
+    FROM unnest(
+        %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
+        %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
+        %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
+        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
+    ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
+                           timeout, idempotency_key, meta, parents, on_parent_failure, ord)
+    ORDER BY i.ord
+    ON CONFLICT (id) DO NOTHING
+    RETURNING j.id, j.queue
+),
+seen_queues AS (
+    INSERT INTO {schema}.queues (name, created_at)
+    SELECT DISTINCT queue, {now} FROM created ORDER BY queue
+    ON CONFLICT (name) DO NOTHING
 )
-SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
-       coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
-       {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
-       string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
-       cardinality(string_to_array(i.parents, ','))
-FROM unnest(
-    %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
-    %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
-    %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-    %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
-) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
-                       timeout, idempotency_key, meta, parents, on_parent_failure, ord)
-ORDER BY i.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING j.id::text;
+SELECT id::text FROM created;
 
 
 -- name: flow_link
