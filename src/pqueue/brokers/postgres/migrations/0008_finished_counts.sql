@@ -32,21 +32,35 @@ CREATE TABLE IF NOT EXISTS {schema}.finished_deltas (
     autovacuum_vacuum_insert_threshold = 5000
 );
 
--- One delta per finished status a row left or entered.
+-- One delta per finished status a row left or entered (inserts and updates).
 CREATE OR REPLACE FUNCTION {schema}.count_finished() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP <> 'INSERT' AND OLD.status IN ('completed', 'cancelled', 'dead') THEN
+    IF TG_OP = 'UPDATE' AND OLD.status IN ('completed', 'cancelled', 'dead') THEN
         INSERT INTO {schema}.finished_deltas (queue, status, n) VALUES (OLD.queue, OLD.status, -1);
     END IF;
-    IF TG_OP <> 'DELETE' AND NEW.status IN ('completed', 'cancelled', 'dead') THEN
+    IF NEW.status IN ('completed', 'cancelled', 'dead') THEN
         INSERT INTO {schema}.finished_deltas (queue, status, n) VALUES (NEW.queue, NEW.status, 1);
     END IF;
     RETURN NULL;
 END
 $$;
 
+-- One delta per (queue, status) a DELETE statement took finished rows from: the prune
+-- and purge_dead delete hundreds at a time, and a statement trigger costs a fifth of
+-- a row trigger's per row here. Nothing else deletes jobs, so no hot path pays it.
+CREATE OR REPLACE FUNCTION {schema}.count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.finished_deltas (queue, status, n)
+    SELECT queue, status, -count(*)::integer FROM gone_rows
+    WHERE status IN ('completed', 'cancelled', 'dead')
+    GROUP BY queue, status;
+    RETURN NULL;
+END
+$$;
+
 -- The WHEN clauses are tested without calling the function: a claim, an extend or a
--- retry (no finished status on either side) costs nothing more.
+-- retry (no finished status on either side) costs nothing more. Updates stay row
+-- triggers: a statement trigger's transition tables would copy every claimed row.
 DROP TRIGGER IF EXISTS jobs_count_insert ON {schema}.jobs;
 CREATE TRIGGER jobs_count_insert AFTER INSERT ON {schema}.jobs FOR EACH ROW
     WHEN (NEW.status IN ('completed', 'cancelled', 'dead'))
@@ -57,9 +71,9 @@ CREATE TRIGGER jobs_count_update AFTER UPDATE OF status, queue ON {schema}.jobs 
           AND (OLD.status IS DISTINCT FROM NEW.status OR OLD.queue IS DISTINCT FROM NEW.queue))
     EXECUTE FUNCTION {schema}.count_finished();
 DROP TRIGGER IF EXISTS jobs_count_delete ON {schema}.jobs;
-CREATE TRIGGER jobs_count_delete AFTER DELETE ON {schema}.jobs FOR EACH ROW
-    WHEN (OLD.status IN ('completed', 'cancelled', 'dead'))
-    EXECUTE FUNCTION {schema}.count_finished();
+CREATE TRIGGER jobs_count_delete AFTER DELETE ON {schema}.jobs
+    REFERENCING OLD TABLE AS gone_rows FOR EACH STATEMENT
+    EXECUTE FUNCTION {schema}.count_deleted();
 -- TRUNCATE fires no row trigger: it empties the counters with the table.
 CREATE OR REPLACE FUNCTION {schema}.count_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
