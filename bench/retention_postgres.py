@@ -73,6 +73,7 @@ def fill(
     queries = queries_for(schema)
     if "fold_counts" in queries.names():  # the rows' counter deltas (ADR 0139), as a prune would
         sql(base, queries["fold_counts"], {"lock": f"pqueue.fold:{schema}"})
+        sql(base, f"VACUUM ANALYZE {schema}.finished_deltas")  # as autovacuum soon would
     sql(base, f"VACUUM ANALYZE {schema}.jobs")
     return time.perf_counter() - started
 
