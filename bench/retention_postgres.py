@@ -70,6 +70,10 @@ def fill(
     for offset in range(0, n, chunk):
         params = {"queue": queue, "n": min(chunk, n - offset), "ago": ago, "spread": spread}
         sql(base, FILL.format(s=schema), params)
+    queries = queries_for(schema)
+    if "fold_counts" in queries.names():  # the rows' counter deltas (ADR 0139), as a prune would
+        sql(base, queries["fold_counts"], {"lock": f"pqueue.fold:{schema}"})
+        sql(base, f"VACUUM ANALYZE {schema}.finished_deltas")  # as autovacuum soon would
     sql(base, f"VACUUM ANALYZE {schema}.jobs")
     return time.perf_counter() - started
 

@@ -25,6 +25,8 @@ TABLES = {
     "schedules",
     "job_deps",
     "limit_groups",
+    "finished_counts",
+    "finished_deltas",
     "migrations",
 }
 

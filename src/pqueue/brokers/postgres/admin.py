@@ -35,6 +35,10 @@ def _listed(row: Sequence[object], status: JobStatus) -> Job:
         return unreadable_job(str(row[0]) if row else "?", queue, status, exc)
 
 
+FOLD_AT = 10_000
+"""Unfolded counter deltas (migration 0008) past which ``counts`` folds them: a worker's
+prune folds every minute, so this bounds their reading where no worker prunes."""
+
 _STATUS = JOB_COLUMNS.index("status")
 _STATUSES = {status.value: status for status in JobStatus}
 
@@ -60,12 +64,23 @@ class PostgresAdmin(BrokerCore):
         return row_to_job(rows[0])
 
     async def counts(self) -> QueueCounts:
+        """Jobs per queue and status without reading the history (ADR 0139): live ones through
+        their indexes, finished ones from counters; folds the counters' deltas when many wait."""
         counts: dict[str, dict[JobStatus, int]] = {}
-        for queue, status, n in await self.db.rows(self._q["counts"], {}, prepare=False):
+        rows = await self.db.rows(self._q["counts"], {}, prepare=False)
+        for queue, status, n, _ in rows:
             per = counts.setdefault(queue, dict.fromkeys(JobStatus, 0))
             if status is not None:
-                per[JobStatus(status)] = n
+                per[JobStatus(status)] = int(n)
+        if rows and rows[0][3] >= FOLD_AT:  # the deltas read (the same on every row)
+            await self.fold_counts()
         return dict(sorted(counts.items()))
+
+    async def fold_counts(self) -> int:
+        """Fold the finished-job counters' deltas into their totals (migration 0008); returns
+        how many were folded (0 when another fold holds the lock)."""
+        lock = {"lock": f"pqueue.fold:{self.schema}"}
+        return int(await self.db.value(self._q["fold_counts"], lock, prepare=False))
 
     async def list_queues(self) -> list[str]:
         return await self.steps(self.list_queues_steps())
@@ -129,7 +144,9 @@ class PostgresAdmin(BrokerCore):
 
     async def prune(self, *, limit: int = 1000) -> int:
         params = self._params(limit=limit, retention=self.config.retention)
-        return int(await self.db.value(self._q["prune"], params))
+        removed = int(await self.db.value(self._q["prune"], params))
+        await self.fold_counts()
+        return removed
 
     async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
         fields = asdict(info)

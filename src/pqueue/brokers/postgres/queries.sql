@@ -618,24 +618,72 @@ WHERE status = ANY(%(statuses)s::text[])
 
 
 -- name: counts
--- Jobs per queue and status; queues without jobs appear with a NULL status.
-SELECT q.name, c.status, c.n
+-- Jobs per queue and status; queues without jobs appear with a NULL status. Never reads
+-- the history (ADR 0139): live statuses through their partial indexes (jobs_claim,
+-- jobs_leases, jobs_waiting), finished ones from their counters (migration 0008): the
+-- folded totals plus the deltas not folded yet. The last column is how many deltas were
+-- read (the same on every row): `counts` folds them when there are many.
+WITH deltas AS MATERIALIZED (
+    SELECT queue, status, sum(n) AS n, count(*) AS rows
+    FROM {schema}.finished_deltas GROUP BY queue, status
+),
+per AS (
+    SELECT queue, status, count(*) AS n FROM {schema}.jobs
+    WHERE status IN ('pending', 'scheduled', 'retry') GROUP BY queue, status
+    UNION ALL
+    SELECT queue, 'active', count(*) FROM {schema}.jobs WHERE status = 'active' GROUP BY queue
+    UNION ALL
+    SELECT queue, 'waiting', count(*) FROM {schema}.jobs WHERE status = 'waiting' GROUP BY queue
+    UNION ALL
+    SELECT queue, status, sum(n) FROM (
+        SELECT queue, status, n FROM {schema}.finished_counts
+        UNION ALL
+        SELECT queue, status, n FROM deltas
+    ) AS f GROUP BY queue, status
+)
+SELECT q.name, per.status, per.n, (SELECT coalesce(sum(rows), 0) FROM deltas)
 FROM {schema}.queues AS q
-LEFT JOIN (
-    SELECT queue, status, count(*) AS n FROM {schema}.jobs GROUP BY queue, status
-) AS c ON c.queue = q.name;
+LEFT JOIN per ON per.queue = q.name;
+
+
+-- name: fold_counts
+-- Move the finished-job deltas (migration 0008) into their totals in one transaction, so
+-- every snapshot sees each delta in exactly one of the two tables. One folder at a time
+-- (a transaction-scoped advisory lock, tried, never waited for); a delta appended after
+-- this statement's snapshot waits for the next fold. Returns how many deltas it folded.
+WITH gone AS (
+    DELETE FROM {schema}.finished_deltas
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended(%(lock)s, 0)))
+    RETURNING queue, status, n
+),
+folded AS (
+    INSERT INTO {schema}.finished_counts AS c (queue, status, n)
+    SELECT queue, status, sum(n) FROM gone GROUP BY queue, status ORDER BY queue, status
+    ON CONFLICT (queue, status) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT count(*) FROM gone;
 
 
 -- name: activity
 -- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
--- the claim index answers it) and the jobs finished (completed or dead) in the window.
+-- the claim index answers it) and the jobs finished (completed or dead) in the window,
+-- found by finish time through jobs_finished and jobs_died (migration 0008): what the
+-- window holds, never the history.
+WITH done AS (
+    SELECT queue, count(*) AS n FROM (
+        SELECT queue FROM {schema}.jobs
+        WHERE status = 'completed' AND finished_at > {now} - make_interval(secs => %(window)s)
+        UNION ALL
+        SELECT queue FROM {schema}.jobs
+        WHERE status = 'dead' AND finished_at > {now} - make_interval(secs => %(window)s)
+    ) AS f GROUP BY queue
+)
 SELECT q.name,
     (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
      WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
-    (SELECT count(*) FROM {schema}.jobs AS j
-     WHERE j.queue = q.name AND j.status IN ('completed', 'dead')
-       AND j.finished_at > {now} - make_interval(secs => %(window)s))
+    coalesce(done.n, 0)
 FROM {schema}.queues AS q
+LEFT JOIN done ON done.queue = q.name
 ORDER BY q.name;
 
 
@@ -650,12 +698,19 @@ SELECT coalesce(c.queue, g.queue), coalesce(c.key, g.key),
             ELSE least(coalesce(c.burst, g.burst), g.tokens + greatest(
                 extract(epoch FROM {now} - g.refilled_at), 0) * coalesce(c.rate, g.rate)) END
 FROM (
+    -- Two arms, one per partial index (jobs_limited, jobs_limit_active): one condition
+    -- over both statuses matches neither index and reads the whole table (ADR 0139).
     SELECT queue, limit_key AS key,
            count(*) FILTER (WHERE status = 'active') AS active,
            count(*) FILTER (WHERE status <> 'active') AS waiting,
            max(limit_concurrency) AS concurrency, max(limit_rate) AS rate, max(limit_burst) AS burst
-    FROM {schema}.jobs
-    WHERE limit_key IS NOT NULL AND status IN ('pending', 'scheduled', 'retry', 'active')
+    FROM (
+        SELECT queue, limit_key, status, limit_concurrency, limit_rate, limit_burst FROM {schema}.jobs
+        WHERE limit_key IS NOT NULL AND status IN ('pending', 'scheduled', 'retry')
+        UNION ALL
+        SELECT queue, limit_key, status, limit_concurrency, limit_rate, limit_burst FROM {schema}.jobs
+        WHERE limit_key IS NOT NULL AND status = 'active'
+    ) AS live
     GROUP BY queue, limit_key
 ) AS c
 FULL JOIN {schema}.limit_groups AS g ON g.queue = c.queue AND g.key = c.key
@@ -927,26 +982,35 @@ SELECT id::text, status FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) ORDER
 -- name: enqueue_waiting
 -- Store jobs that wait for parents (`waiting`, parents_left = how many). Their run_at is
 -- computed now, as for any job; a job released later runs at max(run_at, release time).
--- Jobs whose id exists are skipped. Returns the ids created.
-INSERT INTO {schema}.jobs AS j (
-    id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-    timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+-- Jobs whose id exists are skipped; their queues are recorded (list_queues, counts).
+-- Returns the ids created.
+WITH created AS (
+    INSERT INTO {schema}.jobs AS j (
+        id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
+        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+    )
+    SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
+           coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
+           {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
+           string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
+           cardinality(string_to_array(i.parents, ','))
+    FROM unnest(
+        %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
+        %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
+        %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
+        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
+    ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
+                           timeout, idempotency_key, meta, parents, on_parent_failure, ord)
+    ORDER BY i.ord
+    ON CONFLICT (id) DO NOTHING
+    RETURNING j.id, j.queue
+),
+seen_queues AS (
+    INSERT INTO {schema}.queues (name, created_at)
+    SELECT DISTINCT queue, {now} FROM created ORDER BY queue
+    ON CONFLICT (name) DO NOTHING
 )
-SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
-       coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
-       {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
-       string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
-       cardinality(string_to_array(i.parents, ','))
-FROM unnest(
-    %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
-    %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
-    %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-    %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
-) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
-                       timeout, idempotency_key, meta, parents, on_parent_failure, ord)
-ORDER BY i.ord
-ON CONFLICT (id) DO NOTHING
-RETURNING j.id::text;
+SELECT id::text FROM created;
 
 
 -- name: flow_link

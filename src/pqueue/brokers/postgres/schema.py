@@ -107,6 +107,9 @@ def _jobs(md: MetaData, schema: str) -> Table:
             "limit_key",
             postgresql_where=text("status = 'active' AND limit_key IS NOT NULL"),
         ),
+        # migration 0008: counts and activity without reading the history (ADR 0139)
+        Index("jobs_waiting", "queue", postgresql_where=text("status = 'waiting'")),
+        Index("jobs_died", "finished_at", postgresql_where=text("status = 'dead'")),
         postgresql_with={
             "fillfactor": "80",
             "autovacuum_vacuum_scale_factor": "0.02",
@@ -199,6 +202,28 @@ def _small_tables(md: MetaData) -> None:
         Column("burst", Double),
         Column("concurrency", Integer),
         PrimaryKeyConstraint("queue", "key", name="limit_groups_pkey"),
+    )
+    # migration 0008: finished jobs counted by the jobs table's triggers (ADR 0139)
+    Table(
+        "finished_counts",
+        md,
+        Column("queue", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("n", BigInteger, nullable=False),
+        PrimaryKeyConstraint("queue", "status", name="finished_counts_pkey"),
+    )
+    Table(
+        "finished_deltas",
+        md,
+        Column("queue", Text, nullable=False),
+        Column("status", Text, nullable=False),
+        Column("n", Integer, nullable=False),
+        postgresql_with={
+            "autovacuum_vacuum_scale_factor": "0",
+            "autovacuum_vacuum_threshold": "5000",
+            "autovacuum_vacuum_insert_scale_factor": "0",
+            "autovacuum_vacuum_insert_threshold": "5000",
+        },
     )
     Table(
         "migrations",
