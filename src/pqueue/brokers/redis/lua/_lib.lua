@@ -112,10 +112,14 @@ local function pq_push_front(pending, entries, job_prefix)
   pq_chunked('LPUSH', pending, reversed)
 end
 
--- Append an error record to a job's JSON error history, keeping the newest `keep`.
--- A malformed history is replaced rather than failing the script (and with it every
--- transition of the queue, e.g. recovery).
-local function pq_add_error(job_key, error_obj, keep)
+-- Append an error record {kind, message, traceback} to a job's JSON error history,
+-- stamped with the attempt it ends (the job's `attempt` field as read; 0 when absent) and
+-- the time `now` ms (as epoch seconds), keeping the newest `keep`. A malformed history is
+-- replaced rather than failing the script (and with it every transition of the queue,
+-- e.g. recovery).
+local function pq_add_error(job_key, error_obj, attempt, now, keep)
+  error_obj['attempt'] = tonumber(attempt) or 0
+  error_obj['at'] = now / 1000
   local raw = redis.call('HGET', job_key, 'errors')
   local history = {}
   if raw then

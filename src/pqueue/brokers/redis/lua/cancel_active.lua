@@ -30,10 +30,7 @@ end
 if cur[1] ~= 'active' then
   return 0
 end
-local err = cjson.decode(ARGV[4])
-err['attempt'] = tonumber(cur[2]) or 0
-err['at'] = now / 1000
-pq_add_error(key, err, tonumber(ARGV[5]))
+pq_add_error(key, cjson.decode(ARGV[4]), cur[2], now, tonumber(ARGV[5]))
 redis.call('ZREM', active, id)
 -- On the cancel channel before pq_finish names it on the results channel, as before.
 redis.call('PUBLISH', ARGV[6], id)

@@ -30,10 +30,7 @@ if cur[1] ~= 'active' or cur[2] ~= token then
   return 0
 end
 
-local err = cjson.decode(ARGV[4])
-err['attempt'] = tonumber(cur[3]) or 0
-err['at'] = now / 1000
-pq_add_error(key, err, tonumber(ARGV[6]))
+pq_add_error(key, cjson.decode(ARGV[4]), cur[3], now, tonumber(ARGV[6]))
 redis.call('ZREM', active, id)
 
 if ARGV[5] == '' then

@@ -37,8 +37,7 @@ for _, id in ipairs(expired) do
     if recoveries > (tonumber(cur[3]) or 0) then
       pq_add_error(key, {
         kind = 'LeaseExpired', message = 'lease expired ' .. recoveries .. ' times', traceback = '',
-        attempt = tonumber(cur[4]) or 0, at = now / 1000,
-      }, tonumber(ARGV[4]))
+      }, cur[4], now, tonumber(ARGV[4]))
       pq_finish(fin, key, id, 'dead', dead)
       died[#died + 1] = id
     else

@@ -47,8 +47,8 @@ for i = 12, #ARGV do
     if parent_status ~= 'completed' and cur[2] ~= 'run' then
       pq_add_error(key, {
         kind = 'ParentFailed', message = 'parent job ' .. parent .. ' is ' .. parent_status,
-        traceback = '', attempt = tonumber(cur[3]) or 0, at = now / 1000,
-      }, tonumber(ARGV[11]))
+        traceback = '',
+      }, cur[3], now, tonumber(ARGV[11]))
       redis.call('ZREM', KEYS[3], id)
       redis.call('DEL', deps)
       if pq_finish(fin, key, id, 'cancelled', KEYS[4]) then
