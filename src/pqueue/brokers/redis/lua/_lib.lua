@@ -112,6 +112,19 @@ local function pq_push_front(pending, entries, job_prefix)
   pq_chunked('LPUSH', pending, reversed)
 end
 
+-- A lease is current while its job is active and holds the lease's token; anything else
+-- is a lost lease, which ack, fail, release and extend leave as it is. (The token field
+-- stays when a job moves on: only an active job's token fences anything.) Returns the
+-- job's fields 'status', 'token' and then those named in `...` (HMGET) when `token` is
+-- current, else nil.
+local function pq_lease_current(key, token, ...)
+  local cur = redis.call('HMGET', key, 'status', 'token', ...)
+  if cur[1] == 'active' and cur[2] == token then
+    return cur
+  end
+  return nil
+end
+
 -- Append an error record {kind, message, traceback} to a job's JSON error history,
 -- stamped with the attempt it ends (the job's `attempt` field as read; 0 when absent) and
 -- the time `now` ms (as epoch seconds), keeping the newest `keep`. A malformed history is

@@ -1,12 +1,11 @@
 -- ack.lua: complete leased jobs of one queue, storing each one's result.
 --
--- A lease is current while the job is active and its token matches; anything else is
--- a lost lease and changes nothing. (The token field stays: only an active job's token
--- fences anything.) Each job is finished by pq_finish (_lib.lua): completed job hashes
--- expire after the retention window (PEXPIRE), and prune.lua removes their index entries;
--- a job with dependants is recorded in `settled` and answered 2, so the broker tells its
--- children (ADR 0116); one a result() waits on is named on the results channel (ADR 0117).
--- While `followed` is empty that costs one SCARD per call.
+-- A lost lease changes nothing (pq_lease_current in _lib.lua). Each job is finished by
+-- pq_finish (_lib.lua): completed job hashes expire after the retention window (PEXPIRE),
+-- and prune.lua removes their index entries; a job with dependants is recorded in
+-- `settled` and answered 2, so the broker tells its children (ADR 0116); one a result()
+-- waits on is named on the results channel (ADR 0117). While `followed` is empty that
+-- costs one SCARD per call.
 --
 -- KEYS[1]  <p>:{q}:active
 -- KEYS[2]  <p>:{q}:completed    zset id -> finished_at ms
@@ -31,8 +30,7 @@ local fin = pq_finisher(now, KEYS[4], KEYS[3], ARGV[5], ARGV[3])
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token')
-  if cur[1] == 'active' and cur[2] == tokens[i] then
+  if pq_lease_current(key, tokens[i]) then
     local result = nil
     if results ~= nil and results[i] ~= cjson.null then
       result = results[i]

@@ -25,8 +25,8 @@
 local active, retry, dead, key = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local now = pq_now(ARGV[1])
 local id, token = ARGV[2], ARGV[3]
-local cur = redis.call('HMGET', key, 'status', 'token', 'attempt')
-if cur[1] ~= 'active' or cur[2] ~= token then
+local cur = pq_lease_current(key, token, 'attempt')
+if not cur then
   return 0
 end
 

@@ -35,8 +35,8 @@ local earliest = nil
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token', 'run_at', 'attempt')
-  if cur[1] == 'active' and cur[2] == tokens[i] then
+  local cur = pq_lease_current(key, tokens[i], 'run_at', 'attempt')
+  if cur then
     if note ~= nil then
       pq_add_error(key, note, cur[4], now, tonumber(ARGV[8]))
     end
