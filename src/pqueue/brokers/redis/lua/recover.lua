@@ -26,7 +26,7 @@ local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local expired = redis.call('ZRANGE', active, '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
 local recovered, died, front = {}, {}, {}
-local fin = pq_finisher(now, KEYS[5], KEYS[4], ARGV[7], 0)  -- dead jobs keep their hash
+local fin = nil  -- pq_finisher's, made when the first job dies
 for _, id in ipairs(expired) do
   local key = job_prefix .. id
   redis.call('ZREM', active, id)
@@ -38,6 +38,7 @@ for _, id in ipairs(expired) do
       pq_add_error(key, {
         kind = 'LeaseExpired', message = 'lease expired ' .. recoveries .. ' times', traceback = '',
       }, cur[4], now, tonumber(ARGV[4]))
+      fin = fin or pq_finisher(now, KEYS[5], KEYS[4], ARGV[7], 0)  -- dead jobs keep their hash
       pq_finish(fin, key, id, 'dead', dead)
       died[#died + 1] = id
     else

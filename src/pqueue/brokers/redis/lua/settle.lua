@@ -36,7 +36,7 @@
 local now = pq_now(ARGV[1])
 local parent, parent_status = ARGV[4], ARGV[5]
 local cascade = {}
-local fin = pq_finisher(now, KEYS[7], KEYS[5], ARGV[10], ARGV[7])
+local fin = nil  -- pq_finisher's, made when the first child is cancelled
 local woken = false
 for i = 12, #ARGV do
   local id = ARGV[i]
@@ -51,6 +51,7 @@ for i = 12, #ARGV do
       }, cur[3], now, tonumber(ARGV[11]))
       redis.call('ZREM', KEYS[3], id)
       redis.call('DEL', deps)
+      fin = fin or pq_finisher(now, KEYS[7], KEYS[5], ARGV[10], ARGV[7])
       if pq_finish(fin, key, id, 'cancelled', KEYS[4]) then
         cascade[#cascade + 1] = id
       end
