@@ -112,10 +112,27 @@ local function pq_push_front(pending, entries, job_prefix)
   pq_chunked('LPUSH', pending, reversed)
 end
 
--- Append an error record to a job's JSON error history, keeping the newest `keep`.
--- A malformed history is replaced rather than failing the script (and with it every
--- transition of the queue, e.g. recovery).
-local function pq_add_error(job_key, error_obj, keep)
+-- A lease is current while its job is active and holds the lease's token; anything else
+-- is a lost lease, which ack, fail, release and extend leave as it is. (The token field
+-- stays when a job moves on: only an active job's token fences anything.) Returns the
+-- job's fields 'status', 'token' and then those named in `...` (HMGET) when `token` is
+-- current, else nil.
+local function pq_lease_current(key, token, ...)
+  local cur = redis.call('HMGET', key, 'status', 'token', ...)
+  if cur[1] == 'active' and cur[2] == token then
+    return cur
+  end
+  return nil
+end
+
+-- Append an error record {kind, message, traceback} to a job's JSON error history,
+-- stamped with the attempt it ends (the job's `attempt` field as read; 0 when absent) and
+-- the time `now` ms (as epoch seconds), keeping the newest `keep`. A malformed history is
+-- replaced rather than failing the script (and with it every transition of the queue,
+-- e.g. recovery).
+local function pq_add_error(job_key, error_obj, attempt, now, keep)
+  error_obj['attempt'] = tonumber(attempt) or 0
+  error_obj['at'] = now / 1000
   local raw = redis.call('HGET', job_key, 'errors')
   local history = {}
   if raw then
@@ -224,14 +241,60 @@ local function pq_hand_off(pending, active, seq_key, parked, parkers, job_prefix
   return handed
 end
 
--- Forget a finishing job from its queue's `followed` set (jobs with dependants or a
--- result() waiter, ADRs 0115-0117) and say which of the two it has: children?, watched?.
--- Callers skip this while the set is empty (one SCARD per script run), so jobs of queues
--- that use neither pay no extra field lookups.
-local function pq_followed(followed, key, id)
-  if redis.call('SREM', followed, id) == 0 then
-    return false, false
+-- Finishing a job (ADRs 0116, 0117). A job finishes completed (ack.lua), dead (fail.lua,
+-- recover.lua) or cancelled (cancel.lua, cancel_active.lua, settle.lua); pq_finish does
+-- what all of them do alike. A script gathers what finishing needs once per run, from its
+-- own KEYS and ARGV, with pq_finisher(now, followed, settled, results, retention):
+--   now        the script's clock, ms (pq_now)
+--   followed   KEY <p>:{q}:followed   set of unfinished jobs with dependants or a result()
+--                                     waiter (link.lua, watch.lua add them)
+--   settled    KEY <p>:{q}:settled    zset id -> finished ms: parents whose dependants the
+--                                     broker has still to tell (settle.lua)
+--   results    the results channel    a finished job a result() waits on is named there
+--   retention  ms the finished job's hash lives on (PEXPIRE); 0 = no TTL (dead jobs stay
+--              until purged)
+-- Per job, pq_finish takes its key <p>:{q}:job:<id> (a KEYS entry, or built from the job
+-- prefix: see the conventions above) and its status's zset <p>:{q}:completed|dead|cancelled
+-- (a KEYS entry).
+local function pq_finisher(now, followed, settled, results, retention)
+  -- `following` (whether `followed` has members) is looked up by the first pq_finish.
+  return {now_text = pq_int(now), followed = followed, settled = settled, results = results,
+    retention = tonumber(retention)}
+end
+
+-- Finish one job: status and finished_at (and `result`, when given) in its hash, its entry
+-- in the status's zset `index` (false when the script adds a batch's entries at once, as
+-- ack.lua does), its TTL, and its followers: a job a result() waits on (field `watched`) is
+-- named on the results channel; one with dependants (field `children`) is recorded in
+-- `settled`. `followed` is counted once per script run (SCARD) and a job's fields are read
+-- only while it has members, so queues that use neither pay one call per run.
+-- Returns true when the job has dependants: the script answers so, and the broker tells
+-- them (settle.lua). Raises nothing of its own.
+local function pq_finish(fin, key, id, status, index, result)
+  if result ~= nil then
+    redis.call('HSET', key, 'status', status, 'finished_at', fin.now_text, 'result', result)
+  else
+    redis.call('HSET', key, 'status', status, 'finished_at', fin.now_text)
+  end
+  if index then
+    redis.call('ZADD', index, fin.now_text, id)
+  end
+  if fin.retention > 0 then
+    redis.call('PEXPIRE', key, fin.retention)
+  end
+  if fin.following == nil then
+    fin.following = redis.call('SCARD', fin.followed) > 0
+  end
+  if not fin.following or redis.call('SREM', fin.followed, id) == 0 then
+    return false
   end
   local f = redis.call('HMGET', key, 'children', 'watched')
-  return f[1] ~= false, f[2] ~= false
+  if f[2] then
+    redis.call('PUBLISH', fin.results, id)
+  end
+  if f[1] then
+    redis.call('ZADD', fin.settled, fin.now_text, id)
+    return true
+  end
+  return false
 end

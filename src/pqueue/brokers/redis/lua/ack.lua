@@ -1,13 +1,10 @@
 -- ack.lua: complete leased jobs of one queue, storing each one's result.
 --
--- A lease is current while the job is active and its token matches; anything else is
--- a lost lease and changes nothing. (The token field stays: only an active job's token
--- fences anything.) Completed job hashes expire after the retention
--- window (PEXPIRE); prune.lua removes their index entries.
---
--- A job in `followed` with dependants (field `children`) is also recorded in `settled` and
--- answered 2, so the broker tells its children (ADR 0116); one a result() waits on (field
--- `watched`) is named on the results channel (ADR 0117). While `followed` is empty that
+-- A lost lease changes nothing (pq_lease_current in _lib.lua). Each job is finished by
+-- pq_finish (_lib.lua): completed job hashes expire after the retention window (PEXPIRE),
+-- and prune.lua removes their index entries; a job with dependants is recorded in
+-- `settled` and answered 2, so the broker tells its children (ADR 0116); one a result()
+-- waits on is named on the results channel (ADR 0117). While `followed` is empty that
 -- costs one SCARD per call.
 --
 -- KEYS[1]  <p>:{q}:active
@@ -26,37 +23,26 @@
 local active, completed = KEYS[1], KEYS[2]
 local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
-local retention = tonumber(ARGV[3])
 local batch = cjson.decode(ARGV[4])
 local ids, tokens, results = batch['id'], batch['token'], batch['result']
 local out, done = {}, {}
-local following = redis.call('SCARD', KEYS[4]) > 0
+local fin = pq_finisher(now, KEYS[4], KEYS[3], ARGV[5], ARGV[3])
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token')
-  if cur[1] == 'active' and cur[2] == tokens[i] then
+  if pq_lease_current(key, tokens[i]) then
+    local result = nil
     if results ~= nil and results[i] ~= cjson.null then
-      redis.call('HSET', key, 'status', 'completed', 'finished_at', now, 'result', results[i])
-    else
-      redis.call('HSET', key, 'status', 'completed', 'finished_at', now)
+      result = results[i]
     end
-    if retention > 0 then
-      redis.call('PEXPIRE', key, retention)
+    -- the completed entries are added below, in one ZADD
+    if pq_finish(fin, key, id, 'completed', false, result) then
+      out[i] = 2
+    else
+      out[i] = 1
     end
     done[#done + 1] = now
     done[#done + 1] = id
-    out[i] = 1
-    if following then
-      local children, watched = pq_followed(KEYS[4], key, id)
-      if children then
-        redis.call('ZADD', KEYS[3], now, id)
-        out[i] = 2
-      end
-      if watched then
-        redis.call('PUBLISH', ARGV[5], id)
-      end
-    end
   else
     out[i] = 0
   end

@@ -2,6 +2,7 @@
 --
 -- Removing a pending id is an LREM (O(n) in the queue's backlog); cancel is an admin
 -- operation, and keeping pending exact keeps counts and claims free of stale entries.
+-- The job is finished by pq_finish (_lib.lua): TTL, result() waiter, dependants.
 --
 -- KEYS[1]  <p>:{q}:pending
 -- KEYS[2]  <p>:{q}:scheduled
@@ -38,18 +39,8 @@ elseif status == 'waiting' then
 else
   return 0
 end
-redis.call('HSET', key, 'status', 'cancelled', 'finished_at', pq_int(now))
-redis.call('ZADD', KEYS[4], now, id)
-local retention = tonumber(ARGV[3])
-if retention > 0 then
-  redis.call('PEXPIRE', key, retention)
-end
-local children, watched = pq_followed(KEYS[9], key, id)
-if watched then
-  redis.call('PUBLISH', ARGV[4], id)
-end
-if children then
-  redis.call('ZADD', KEYS[7], now, id)
+local fin = pq_finisher(now, KEYS[9], KEYS[7], ARGV[4], ARGV[3])
+if pq_finish(fin, key, id, 'cancelled', KEYS[4]) then
   return 2
 end
 return 1

@@ -3,8 +3,8 @@
 -- The status leaves 'active', so the worker's late ack, fail, release and extend find no
 -- current lease and change nothing; recovery no longer sees it (it leaves the active
 -- set). The reason joins the error history. The job id is published on the cancel
--- channel, where workers listen to stop its handler. A job with dependants or a result()
--- waiter is settled as cancel.lua settles one (ADRs 0116, 0117).
+-- channel, where workers listen to stop its handler. The job is then finished by pq_finish
+-- (_lib.lua), as cancel.lua finishes one: TTL, result() waiter, dependants (ADRs 0116, 0117).
 --
 -- KEYS[1]  <p>:{q}:active       zset id -> lease deadline ms
 -- KEYS[2]  <p>:{q}:cancelled    zset id -> finished_at ms
@@ -30,24 +30,12 @@ end
 if cur[1] ~= 'active' then
   return 0
 end
-local err = cjson.decode(ARGV[4])
-err['attempt'] = tonumber(cur[2]) or 0
-err['at'] = now / 1000
-pq_add_error(key, err, tonumber(ARGV[5]))
-redis.call('HSET', key, 'status', 'cancelled', 'finished_at', pq_int(now))
+pq_add_error(key, cjson.decode(ARGV[4]), cur[2], now, tonumber(ARGV[5]))
 redis.call('ZREM', active, id)
-redis.call('ZADD', KEYS[2], now, id)
-local retention = tonumber(ARGV[3])
-if retention > 0 then
-  redis.call('PEXPIRE', key, retention)
-end
+-- On the cancel channel before pq_finish names it on the results channel, as before.
 redis.call('PUBLISH', ARGV[6], id)
-local children, watched = pq_followed(KEYS[5], key, id)
-if watched then
-  redis.call('PUBLISH', ARGV[7], id)
-end
-if children then
-  redis.call('ZADD', KEYS[4], now, id)
+local fin = pq_finisher(now, KEYS[5], KEYS[4], ARGV[7], ARGV[3])
+if pq_finish(fin, key, id, 'cancelled', KEYS[2]) then
   return 2
 end
 return 1

@@ -18,8 +18,7 @@ local out = {}
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token')
-  if cur[1] == 'active' and cur[2] == tokens[i] then
+  if pq_lease_current(key, tokens[i]) then
     redis.call('ZADD', active, 'XX', deadline, id)
     out[i] = 1
   else

@@ -1,5 +1,8 @@
 -- fail.lua: record a leased job's error; schedule its retry, or make it dead.
 --
+-- A dead job is finished by pq_finish (_lib.lua), without a TTL: result() waiter,
+-- dependants (ADRs 0116, 0117).
+--
 -- KEYS[1]  <p>:{q}:active
 -- KEYS[2]  <p>:{q}:retry
 -- KEYS[3]  <p>:{q}:dead         zset id -> died ms
@@ -22,26 +25,18 @@
 local active, retry, dead, key = KEYS[1], KEYS[2], KEYS[3], KEYS[5]
 local now = pq_now(ARGV[1])
 local id, token = ARGV[2], ARGV[3]
-local cur = redis.call('HMGET', key, 'status', 'token', 'attempt')
-if cur[1] ~= 'active' or cur[2] ~= token then
+local cur = pq_lease_current(key, token, 'attempt')
+if not cur then
   return 0
 end
 
-local err = cjson.decode(ARGV[4])
-err['attempt'] = tonumber(cur[3]) or 0
-err['at'] = now / 1000
-pq_add_error(key, err, tonumber(ARGV[6]))
+pq_add_error(key, cjson.decode(ARGV[4]), cur[3], now, tonumber(ARGV[6]))
 redis.call('ZREM', active, id)
 
 if ARGV[5] == '' then
-  redis.call('HSET', key, 'status', 'dead', 'finished_at', pq_int(now))
-  redis.call('ZADD', dead, now, id)
-  local children, watched = pq_followed(KEYS[7], key, id)
-  if watched then
-    redis.call('PUBLISH', ARGV[9], id)
-  end
-  if children then
-    redis.call('ZADD', KEYS[6], now, id)
+  -- Dead jobs keep their hash (no retention) until purged.
+  local fin = pq_finisher(now, KEYS[7], KEYS[6], ARGV[9], 0)
+  if pq_finish(fin, key, id, 'dead', dead) then
     return 2
   end
   return 1

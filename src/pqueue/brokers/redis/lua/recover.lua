@@ -3,6 +3,7 @@
 -- Finds them by score in the active set (O(log n + k)). Each one's recoveries + 1; past
 -- max_recoveries it is dead with a LeaseExpired error, otherwise attempt - 1 (a crash
 -- does not burn an attempt) and it goes back to the head of pending keeping its run_at.
+-- A dead job is finished by pq_finish (_lib.lua), as fail.lua finishes one.
 -- Active-set entries whose job is gone or not active are dropped.
 --
 -- KEYS[1]  <p>:{q}:active
@@ -25,6 +26,7 @@ local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local expired = redis.call('ZRANGE', active, '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[3]))
 local recovered, died, front = {}, {}, {}
+local fin = nil  -- pq_finisher's, made when the first job dies
 for _, id in ipairs(expired) do
   local key = job_prefix .. id
   redis.call('ZREM', active, id)
@@ -35,18 +37,10 @@ for _, id in ipairs(expired) do
     if recoveries > (tonumber(cur[3]) or 0) then
       pq_add_error(key, {
         kind = 'LeaseExpired', message = 'lease expired ' .. recoveries .. ' times', traceback = '',
-        attempt = tonumber(cur[4]) or 0, at = now / 1000,
-      }, tonumber(ARGV[4]))
-      redis.call('HSET', key, 'status', 'dead', 'finished_at', pq_int(now))
-      redis.call('ZADD', dead, now, id)
+      }, cur[4], now, tonumber(ARGV[4]))
+      fin = fin or pq_finisher(now, KEYS[5], KEYS[4], ARGV[7], 0)  -- dead jobs keep their hash
+      pq_finish(fin, key, id, 'dead', dead)
       died[#died + 1] = id
-      local children, watched = pq_followed(KEYS[5], key, id)
-      if children then
-        redis.call('ZADD', KEYS[4], now, id)
-      end
-      if watched then
-        redis.call('PUBLISH', ARGV[7], id)
-      end
     else
       redis.call('HINCRBY', key, 'attempt', -1)
       redis.call('HSET', key, 'status', 'pending')

@@ -28,7 +28,6 @@ local batch = cjson.decode(ARGV[6])
 local note = nil
 if ARGV[7] ~= '' then
   note = cjson.decode(ARGV[7])
-  note['at'] = now / 1000
 end
 local ids, tokens = batch['id'], batch['token']
 local out, front, later = {}, {}, {}
@@ -36,11 +35,10 @@ local earliest = nil
 for i = 1, #ids do
   local id = ids[i]
   local key = job_prefix .. id
-  local cur = redis.call('HMGET', key, 'status', 'token', 'run_at', 'attempt')
-  if cur[1] == 'active' and cur[2] == tokens[i] then
+  local cur = pq_lease_current(key, tokens[i], 'run_at', 'attempt')
+  if cur then
     if note ~= nil then
-      note['attempt'] = tonumber(cur[4]) or 0
-      pq_add_error(key, note, tonumber(ARGV[8]))
+      pq_add_error(key, note, cur[4], now, tonumber(ARGV[8]))
     end
     redis.call('HINCRBY', key, 'attempt', -1)
     redis.call('ZREM', active, id)

@@ -6,8 +6,9 @@
 --     with no parent left the child is lined up (pending at the back, or scheduled while
 --     its own run_at is ahead) and a wake-up is published;
 --   * parent dead or cancelled and on_parent_failure 'cancel': the child is cancelled
---     with a ParentFailed error; if it has dependants itself it goes into `settled` and
---     is answered, so the broker tells them in turn;
+--     with a ParentFailed error and finished by pq_finish (_lib.lua), as cancel.lua
+--     finishes one; if it has dependants itself it goes into `settled` and is answered,
+--     so the broker tells them in turn;
 --   * 'run': the edge counts as done without a result.
 --
 -- KEYS[1]  <p>:{q}:pending
@@ -35,6 +36,7 @@
 local now = pq_now(ARGV[1])
 local parent, parent_status = ARGV[4], ARGV[5]
 local cascade = {}
+local fin = nil  -- pq_finisher's, made when the first child is cancelled
 local woken = false
 for i = 12, #ARGV do
   local id = ARGV[i]
@@ -45,22 +47,12 @@ for i = 12, #ARGV do
     if parent_status ~= 'completed' and cur[2] ~= 'run' then
       pq_add_error(key, {
         kind = 'ParentFailed', message = 'parent job ' .. parent .. ' is ' .. parent_status,
-        traceback = '', attempt = tonumber(cur[3]) or 0, at = now / 1000,
-      }, tonumber(ARGV[11]))
-      redis.call('HSET', key, 'status', 'cancelled', 'finished_at', pq_int(now))
+        traceback = '',
+      }, cur[3], now, tonumber(ARGV[11]))
       redis.call('ZREM', KEYS[3], id)
-      redis.call('ZADD', KEYS[4], now, id)
       redis.call('DEL', deps)
-      local retention = tonumber(ARGV[7])
-      if retention > 0 then
-        redis.call('PEXPIRE', key, retention)
-      end
-      local children, watched = pq_followed(KEYS[7], key, id)
-      if watched then
-        redis.call('PUBLISH', ARGV[10], id)
-      end
-      if children then
-        redis.call('ZADD', KEYS[5], now, id)
+      fin = fin or pq_finisher(now, KEYS[7], KEYS[5], ARGV[10], ARGV[7])
+      if pq_finish(fin, key, id, 'cancelled', KEYS[4]) then
         cascade[#cascade + 1] = id
       end
     else
