@@ -14,9 +14,9 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 6
 PYTEST_DIST ?= worksteal
 XDIST = -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST)
-# Every pytest process (the workers too) reads compiled, assert-rewritten modules from one
-# cache instead of compiling ~500 of them again, even where PYTHONDONTWRITEBYTECODE is set;
-# the cache lives in the venv, not beside the sources.
+# Every pytest worker reads compiled, assert-rewritten modules from one cache instead of
+# compiling ~500 of them again, even where PYTHONDONTWRITEBYTECODE is set; the cache lives
+# in the venv, not beside the sources.
 PYTEST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache $(BIN)/python -m pytest
 export PQUEUE_TEST_REDIS_URL ?= redis://127.0.0.1:6379/3
 export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
@@ -60,18 +60,18 @@ deploy-check:
 # Tests marked `races` (deselected from the pytest step): minutes of real worker processes
 # racing on every backend at once (periodic ticks, limits), proving the cross-process rules.
 races: $(VENV)/.stamp-dev services
-	$(PYTEST) -q -m races tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m races tests $(PYTEST_ARGS)
 
 # Tests marked `browser` (deselected from the pytest step): the dashboard driven in Debian's
 # headless Chromium through Playwright (docs/web.md).
 browser: $(VENV)/.stamp-dev services
 	@bash .ci/chromium
-	$(PYTEST) -q -m browser tests/web $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m browser tests/web $(PYTEST_ARGS)
 
 # Tests marked `spark` (deselected from the pytest step): the data source, export, report,
 # and the docs pages that use them, on one local[2] SparkSession (docs/spark.md).
 spark: $(VENV)/.stamp-spark services
-	SPARK_LOCAL_IP=127.0.0.1 $(PYTEST) -q -m spark tests/spark tests/docs $(PYTEST_ARGS)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -m spark tests/spark tests/docs $(PYTEST_ARGS)
 
 # -- the venv -------------------------------------------------------------------------
 $(BIN)/python:
