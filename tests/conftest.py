@@ -4,6 +4,11 @@
 ``[memory]``, ``[redis]``, ``[postgres]``; select with ``-m redis`` or ``-k memory``).
 Each test gets its own namespace (a memory store, a Redis key prefix, a Postgres schema)
 and removes it afterwards; shared data is never flushed or dropped.
+
+Under pytest-xdist (``make pytest`` runs ``-n``, ADR 0133) the controller finds the
+services once, before the workers start, and hands them the URLs: one testcontainers
+container per service at most, stopped by the controller, and the skip warnings printed
+by the controller, which is the process that writes the summary.
 """
 
 from __future__ import annotations
@@ -28,9 +33,13 @@ pytest_plugins = ["pqueue.testing.plugin"]
 
 _BACKENDS = available()
 _services: dict[str, services.Service] = {}
+_WORKERINPUT_KEY = "pqueue_services"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    shared = getattr(config, "workerinput", {}).get(_WORKERINPUT_KEY, {})
+    for name, (url, problem) in shared.items():  # an xdist worker: the controller found them
+        _services[name] = services.Service(name, url, problem)
     for name in _BACKENDS:
         config.addinivalue_line("markers", f"{name}: runs against the {name} backend")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
@@ -64,6 +73,21 @@ def missing(name: str, reason: str) -> NoReturn:
     if name in services.required():
         pytest.fail(f"PQUEUE_TEST_REQUIRE names {name}, but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config) -> None:
+    """The xdist controller, before it starts the workers: find every service once."""
+    for name in services.ENV_VARS:
+        if name not in _services:
+            _services[name] = services.discover(name)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """Hand each xdist worker the services the controller found (URL, or why not)."""
+    workerinput = node.workerinput  # type: ignore[attr-defined]
+    workerinput[_WORKERINPUT_KEY] = {s.name: (s.url, s.problem) for s in _services.values()}
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

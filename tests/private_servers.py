@@ -1,7 +1,7 @@
 """Private Redis and Postgres servers we own, for faults that must not touch the shared
 ones: SCRIPT FLUSH, killed connections, restarts and crashes.
 
-Each runs on a free loopback port with its data in a directory of its own, and can be
+Each runs on a free loopback port (tests/ports.py) with its data in a directory of its own, and can be
 stopped gracefully (:meth:`stop`), crashed (:meth:`kill`) and started again on the same
 port and data. Plain classes, no pytest: the fixtures (tests/integration/*/servers.py)
 and bench/restarts.py share them.
@@ -28,13 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.ports import free_port
+
+__all__ = ["PrivatePostgres", "PrivateRedis", "free_port", "postgres_bin"]
+
 START_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_for_port(port: int, timeout: float, what: str) -> None:

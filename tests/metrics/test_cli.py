@@ -8,8 +8,9 @@ from pathlib import Path
 from pqueue import AsyncClient, Task
 from tests.conftest import only_backends
 from tests.metrics.app import QUEUE
-from tests.metrics.procs import free_port, metrics_worker
+from tests.metrics.procs import metrics_worker
 from tests.metrics.scrape import fetch, scrape, value
+from tests.ports import free_port
 from tests.worker.conftest import eventually
 
 

@@ -27,8 +27,9 @@ from tests.metrics.app import QUEUE
 from tests.metrics.app import router as app_router
 from tests.metrics.conftest import require_binary
 from tests.metrics.deploy_files import DEPLOY, dashboard_exprs
-from tests.metrics.procs import free_port, metrics_worker
+from tests.metrics.procs import metrics_worker
 from tests.metrics.scrape import fetch
+from tests.ports import free_port
 from tests.worker.conftest import eventually
 
 pytestmark = pytest.mark.prometheus

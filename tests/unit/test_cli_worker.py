@@ -132,12 +132,3 @@ def test_missing_dsn_or_router_exits_1_with_a_message(
 def test_an_unknown_dsn_scheme_is_refused_before_anything_starts(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["worker", APP, "--dsn", "rabbit://localhost", "--processes", "3"]) == 1
     assert "use one of" in capsys.readouterr().err
-
-
-def test_supervisor_gives_up_on_children_that_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pqueue import supervisor
-
-    monkeypatch.setattr(supervisor, "MAX_BACKOFF", 0.01)
-    monkeypatch.setattr(supervisor, "POLL", 0.01)
-    pool = supervisor.Supervisor([sys.executable, "-c", "raise SystemExit(3)"], processes=2)
-    assert pool.run() == 1 and pool.gave_up

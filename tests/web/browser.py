@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import httpx
 import pytest
 
 from tests import services
+from tests.ports import free_port
 
 INSTALL = "apt-get install -y chromium; pip install playwright (never `playwright install`)"
 CHROMIUM_FLAGS = [
@@ -49,12 +49,6 @@ def chromium_path() -> str:
     if "browser" in services.required():
         pytest.fail(f"PQUEUE_TEST_REQUIRE names browser, but {problem} ({INSTALL})", pytrace=False)
     pytest.skip(f"SKIPPED BROWSER TEST: {problem} ({INSTALL})")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

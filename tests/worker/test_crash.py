@@ -9,13 +9,17 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+import psycopg
+from redis.asyncio import Redis
+
 from pqueue import AsyncClient, JobStatus, Task
-from tests.conftest import only_backends
+from tests.conftest import only_backends, service_url
 from tests.records import record_lines
 from tests.worker.conftest import eventually
 
@@ -45,15 +49,38 @@ def start_worker(dsn: str, record: Path) -> subprocess.Popen[bytes]:
     )
 
 
+async def server_sessions(backend_name: str, name: str) -> int:
+    """How many connections named ``name`` the server still has (Redis CLIENT SETNAME,
+    Postgres application_name)."""
+    url = service_url(backend_name)
+    assert url is not None
+    if backend_name == "redis":
+        redis = Redis.from_url(url)
+        try:
+            return sum(c.get("name") == name for c in await redis.client_list())
+        finally:
+            await redis.aclose()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+        row = await (await conn.execute(query, [name])).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def events(record: Path) -> list[tuple[str, str, int]]:
     return [(e, job, int(pid)) for e, job, pid in record_lines(record)]
 
 
 @only_backends("redis", "postgres")
 async def test_sigkill_mid_job_loses_nothing_and_repeats_only_held_jobs(
-    backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
+    backend_dsn: str, backend_name: str, namespace: str, pqueue_open_broker: object, tmp_path: Path
 ) -> None:
     record = tmp_path / "runs.log"
+    # The killed worker's connections, by name: its last statements (an ack, say) may still be
+    # running on the server after the process is gone. Under load they can finish after we
+    # look, so "held" is read only once the server has closed every one of them.
+    killed_name = f"pqueue/{namespace}/killed"
+    first_dsn = f"{backend_dsn}&application_name={killed_name}" if backend_name == "postgres" else backend_dsn
     async with AsyncClient(backend_dsn) as client:
         ids = [
             r.id
@@ -61,14 +88,22 @@ async def test_sigkill_mid_job_loses_nothing_and_repeats_only_held_jobs(
                 [Task("crash:record", 0.3, max_retries=0) for _ in range(JOBS)]
             )
         ]
-        first = start_worker(backend_dsn, record)
+        first = start_worker(first_dsn, record)
+        if backend_name == "redis":  # pqueue names its Redis connections after prefix, host and pid
+            killed_name = f"pqueue:{namespace}:{socket.gethostname()}:{first.pid}"
         try:
             await eventually(
                 lambda: sum(e == "start" for e, _, _ in events(record)) >= 10, timeout=60, what="jobs to run"
             )
+            assert await server_sessions(backend_name, killed_name) > 0  # the name finds them
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(30)
+
+        async def killed_sessions_closed() -> bool:
+            return await server_sessions(backend_name, killed_name) == 0
+
+        await eventually(killed_sessions_closed, timeout=30, what="the killed worker's connections to close")
         held = {job.id for job in (await client.list_jobs(JobStatus.ACTIVE, limit=1000)).jobs}
         assert held, "the worker was killed while holding jobs"
         second = start_worker(backend_dsn, record)

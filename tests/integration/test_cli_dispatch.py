@@ -1,4 +1,4 @@
-"""The CLI dispatcher: help, version, and error exit codes."""
+"""The CLI as a process: help, version and exit codes, and what a fresh interpreter imports."""
 
 from __future__ import annotations
 
@@ -28,3 +28,12 @@ def test_python_dash_m_runs_the_same_cli() -> None:
         [sys.executable, "-m", "pqueue", "--version"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0 and __version__ in done.stdout
+
+
+def test_import_pqueue_loads_neither_croniter_nor_opentelemetry() -> None:
+    code = (
+        "import sys, pqueue, pqueue.worker; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('croniter', 'opentelemetry')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -4,8 +4,6 @@ deterministic ids, option checks, and ``@router.periodic``."""
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -145,12 +143,3 @@ def test_router_periodic_on_a_task_and_on_a_function() -> None:
     merged = Router()
     merged.include(router)
     assert [s.name for s in merged.schedules] == list(by_name)
-
-
-def test_import_pqueue_loads_neither_croniter_nor_opentelemetry() -> None:
-    code = (
-        "import sys, pqueue, pqueue.worker; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('croniter', 'opentelemetry')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"

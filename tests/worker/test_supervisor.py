@@ -79,3 +79,9 @@ def test_children_get_the_environment_given(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(supervisor.subprocess, "Popen", popen_then_sigterm)
     assert supervisor.Supervisor(NO_HANDLER, processes=2, env={"PQUEUE_DSN": "redis://:pw@h/0"}).run() == 0
     assert envs == [{"PQUEUE_DSN": "redis://:pw@h/0"}]
+
+
+def test_supervisor_gives_up_on_children_that_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(supervisor, "MAX_BACKOFF", 0.01)
+    pool = supervisor.Supervisor([sys.executable, "-c", "raise SystemExit(3)"], processes=2)
+    assert pool.run() == 1 and pool.gave_up
