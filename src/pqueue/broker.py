@@ -41,7 +41,9 @@ class Capability(StrEnum):
     """Jobs can be enqueued inside the caller's own database transaction."""
     HANDOFF = "handoff"
     """An enqueue can lease jobs straight to a :class:`Claimer` waiting in ``wait_for_jobs``;
-    its next ``claim`` returns them without another round trip (one-hop pick-up)."""
+    its next ``claim`` returns them without another round trip (one-hop pick-up). Such a
+    broker counts in an int attribute ``parkings`` the claimers it has parked so far (the
+    contract suite waits for it instead of guessing how long parking takes)."""
 
 
 class IdempotencyState(StrEnum):

@@ -96,6 +96,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         )
         self._has_parked = False  # close() unparks only a broker that ever parked a claimer
         self._parked_workers: set[str] = set()  # parked since their last claim statement
+        self.parkings = 0  # claimers parked so far (Capability.HANDOFF)
         self._wakeups = Wakeups()
         self._results = ResultWaiters()
 
@@ -338,6 +339,8 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             park_for=park_for,
         )
         due_in: float | None = await self.db.value(self._q["look"], params)
+        if park:
+            self.parkings += 1
         return due_in
 
     # -- dependencies and result waiting (ADRs 0115, 0117) --------------------------

@@ -129,6 +129,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         )
         self._box = self._hold.box
         self._parked: dict[str, set[str]] = {}  # queue -> claimers this broker parked there
+        self.parkings = 0  # claimers parked so far (Capability.HANDOFF)
 
     def sync_transport(self) -> RedisSyncTransport:
         """The sync ``Client``'s direct path over this broker's steps (redis-py's blocking
@@ -582,6 +583,8 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
                 for q in queues
             ]
         )
+        if claimer is not None:
+            self.parkings += 1
         if any(int(due) for due, _ in replies):
             return True, None
         waits = [int(wait_ms) for _, wait_ms in replies if int(wait_ms) >= 0]

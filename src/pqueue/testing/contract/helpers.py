@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from pqueue.broker import Claimer, FullBroker
+from pqueue.broker import Capability, Claimer, FullBroker
 from pqueue.job import ErrorInfo, JobStatus, Lease
 from pqueue.spec import build_spec
 
@@ -35,13 +35,28 @@ async def put_many(
     return [r.id for r in results]
 
 
+def _parkings(broker: FullBroker) -> int | None:
+    """How many claimers a ``Capability.HANDOFF`` broker has parked so far, if it counts them."""
+    count = getattr(broker, "parkings", None) if Capability.HANDOFF in broker.capabilities else None
+    return count if isinstance(count, int) else None
+
+
 async def waiting_claimer(
     broker: FullBroker, claimer: Claimer, *, timeout: float = 20.0, settle: float = 0.2
 ) -> asyncio.Task[bool]:
-    """``claimer`` waiting in ``wait_for_jobs`` on "default", given ``settle`` seconds to park
-    (on backends that park); fails if the wait has ended already (nothing may be due)."""
+    """``claimer`` waiting in ``wait_for_jobs`` on "default", parked: a broker with
+    ``Capability.HANDOFF`` is waited for until its ``parkings`` count goes up (however long
+    parking takes on a busy machine), any other given ``settle`` seconds. Fails if the wait
+    has ended already (nothing may be due)."""
+    parkings = _parkings(broker)
     waiter = asyncio.create_task(broker.wait_for_jobs(["default"], timeout=timeout, claimer=claimer))
-    await asyncio.sleep(settle)
+    if parkings is not None:
+        for _ in range(int(timeout / 0.005)):  # polled: a parking is a broker round trip, no event
+            if _parkings(broker) != parkings or waiter.done():
+                break
+            await asyncio.sleep(0.005)
+    else:
+        await asyncio.sleep(settle)
     assert not waiter.done()
     return waiter
 
