@@ -219,7 +219,7 @@ class LimitsContract:
         await put_limited(broker, solo, 2)
         await put_limited(broker, rated(20.0, "done"), 1)
         [gone] = await put_limited(broker, Limit("gone", concurrency=1), 1, delay=60)
-        leases = {lease.job.limit_key: lease for lease in await take(broker, limit=10)}
+        leases = {lease.job.limit_key or "-": lease for lease in await take(broker, limit=10)}
         assert sorted(leases) == ["done", "solo"]
 
         async def listed() -> dict[str, tuple[int, int]]:
