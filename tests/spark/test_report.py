@@ -111,3 +111,31 @@ def test_report_command_prints_tables_and_writes_html(
     assert "Rates" in out and "KeyError" in out and "30.00 %" in out
     text = page.read_text()
     assert text.count("<svg") == 2 and "no such user" in text and "<script" not in text
+
+
+def test_a_cancelled_run_is_its_own_outcome_not_a_failure(spark: Any) -> None:
+    """An operator's cancel is neither a failure nor a success: its own column and rate,
+    left out of the failure rate and the top errors (docs/spark.md, "Reports")."""
+    from pqueue.spark.report import collect, rates, top_errors
+
+    cancelled = ("Cancelled", "cancelled while running")
+    one = spark.createDataFrame([_row(1, "c", "t", "cancelled", error=cancelled)], JOB_SCHEMA_DDL)
+    [row] = collect(rates(one))
+    assert (row["failed"], row["failure_rate"]) == (0, None)  # no run ended to judge (was 1, 100 %)
+    assert (row["jobs"], row["completed"], row["cancelled"], row["cancel_rate"]) == (1, 0, 1, 1.0)
+    assert collect(top_errors(one)) == []
+    assert rates(one).columns == [
+        "queue", "type", "jobs", "completed", "failed", "dead", "retried", "recovered", "mean_attempts",
+        "cancelled", "failure_rate", "dead_rate", "retry_rate", "recovery_rate", "cancel_rate",
+    ]  # fmt: skip  # the new columns after the older ones, which keep their places
+    mixed = spark.createDataFrame(
+        [
+            _row(1, "c", "t", "cancelled", error=cancelled),
+            _row(2, "c", "t", "completed"),
+            _row(3, "c", "t", "dead", error=("KeyError", "gone")),
+        ],
+        JOB_SCHEMA_DDL,
+    )
+    [row] = collect(rates(mixed))
+    assert (row["jobs"], row["failed"], row["cancelled"], row["failure_rate"]) == (3, 1, 1, 0.5)
+    assert row["cancel_rate"] == pytest.approx(1 / 3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -111,6 +112,33 @@ async def test_drain_past_the_timeout_hands_back_unfinished_jobs(
         job = await client.get_job(job_id)
         assert (job.status, job.attempt, job.recoveries, job.errors) == (JobStatus.PENDING, 0, 0, ())
     assert cancelled == [a] and (worker.counters.cancelled, worker.counters.released) == (2, 0)
+
+
+async def test_a_job_handed_back_at_the_shutdown_timeout_is_logged_with_its_run_time(
+    client: AsyncClient, make_worker: MakeWorker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log says how long the handler ran before the drain gave up on it (not 0.000s)."""
+    router = Router()
+    never = asyncio.Event()
+    started: list[str] = []
+
+    @router.task("stuck")
+    async def stuck(job: Job) -> None:
+        started.append(job.id)
+        await never.wait()
+
+    job_id = (await client.enqueue("stuck")).id
+    worker = make_worker(router, concurrency=1, shutdown_timeout=0.3)
+    with caplog.at_level(logging.INFO, logger="pqueue.job"):
+        serving = asyncio.create_task(worker.serve())
+        await eventually(lambda: started == [job_id])
+        worker.stop()
+        await asyncio.wait_for(serving, 30)
+    [record] = [r for r in caplog.records if r.name == "pqueue.job"]
+    assert (record.job_id, record.outcome, record.reason) == (job_id, "cancelled", "shutdown timeout")  # type: ignore[attr-defined]
+    # It ran from before the stop until the drain's timeout ran out: at least that long.
+    assert record.duration >= 0.3  # type: ignore[attr-defined]
+    assert f"after {record.duration:.3f}s (shutdown timeout)" in record.getMessage()  # type: ignore[attr-defined]
 
 
 # -- the real process: SIGTERM, drain, exit code ------------------------------------------

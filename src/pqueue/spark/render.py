@@ -16,15 +16,16 @@ from typing import Any
 Rows = Sequence[Mapping[str, Any]]
 
 TABLES = (
-    ("Rates", "rates", ("queue", "type", "jobs", "completed", "failed", "dead", "retried", "recovered",
-                        "failure_rate", "dead_rate", "retry_rate", "recovery_rate", "mean_attempts")),
+    ("Rates", "rates", ("queue", "type", "jobs", "completed", "failed", "cancelled", "dead", "retried",
+                        "recovered", "failure_rate", "cancel_rate", "dead_rate", "retry_rate",
+                        "recovery_rate", "mean_attempts")),
     ("Wait and run time (seconds)", "latency", ("queue", "type", "jobs", "wait_p50_s", "wait_p95_s",
                                                 "wait_p99_s", "run_p50_s", "run_p95_s", "run_p99_s")),
     ("Top errors", "top_errors", ("queue", "type", "last_error_kind", "last_error_message", "jobs")),
 )  # fmt: skip
 """(title, key in the collected report, columns) of every table shown."""
 
-_RATE_COLUMNS = frozenset({"failure_rate", "dead_rate", "retry_rate", "recovery_rate"})
+_RATE_COLUMNS = frozenset({"failure_rate", "cancel_rate", "dead_rate", "retry_rate", "recovery_rate"})
 
 
 def cell(column: str, value: Any) -> str:

@@ -6,9 +6,12 @@ these functions in their own Spark jobs. Every figure is per queue and type; tim
 use the session time zone (set ``spark.sql.session.timeZone=UTC``).
 
 Definitions (docs/spark.md, "Reports"):
-- a job *failed* when it has an error recorded (``last_error_kind``); *dead* when its
-  status is dead; *retried* when it ran more than once (``attempt > 1``); *recovered*
-  when a lost lease put it back at least once (``recoveries > 0``). Rates are over all rows.
+- a job was *cancelled* when its status is cancelled (an operator's decision, neither a
+  failure nor a success); it *failed* when it was not cancelled and has an error recorded
+  (``last_error_kind``); *dead* when its status is dead; *retried* when it ran more than
+  once (``attempt > 1``); *recovered* when a lost lease put it back at least once
+  (``recoveries > 0``). ``failure_rate`` is over the rows not cancelled (null when every
+  row was); the other rates are over all rows.
 - percentiles come from one ``percentile_approx(x, array(0.5, 0.95, 0.99))`` per column
   (one pass, approximate within ``1/accuracy`` of the rank).
 """
@@ -79,33 +82,51 @@ def latency_over_time(jobs: DataFrame, window: str = "1 minute") -> DataFrame:
     )
 
 
+def _cancelled() -> Column:
+    """A row an operator cancelled: its own outcome, never a failure."""
+    return F.col("status") == "cancelled"
+
+
+def _failed() -> Column:
+    """A row with an error recorded that was not cancelled (a cancel records one too)."""
+    return F.col("last_error_kind").isNotNull() & ~_cancelled()
+
+
 def rates(jobs: DataFrame) -> DataFrame:
     """Counts and rates: ``queue, type, jobs, completed, failed, dead, retried, recovered,
-    failure_rate, dead_rate, retry_rate, recovery_rate, mean_attempts``."""
+    mean_attempts, cancelled, failure_rate, dead_rate, retry_rate, recovery_rate, cancel_rate``
+    (``cancelled`` and ``cancel_rate`` come after the older columns, which keep their places).
+
+    ``failure_rate`` is over the jobs not cancelled (null when all were), the others over all.
+    """
     counts = jobs.groupBy(*KEYS).agg(
         F.count(F.lit(1)).alias("jobs"),
         F.count(F.when(F.col("status") == "completed", 1)).alias("completed"),
-        F.count(F.when(F.col("last_error_kind").isNotNull(), 1)).alias("failed"),
+        F.count(F.when(_failed(), 1)).alias("failed"),
         F.count(F.when(F.col("status") == "dead", 1)).alias("dead"),
         F.count(F.when(F.col("attempt") > 1, 1)).alias("retried"),
         F.count(F.when(F.col("recoveries") > 0, 1)).alias("recovered"),
         F.avg("attempt").alias("mean_attempts"),
+        F.count(F.when(_cancelled(), 1)).alias("cancelled"),
     )
+    ended = F.col("jobs") - F.col("cancelled")
+    counts = counts.withColumn("failure_rate", F.when(ended > 0, F.col("failed") / ended))
     for name, part in (
-        ("failure", "failed"),
         ("dead", "dead"),
         ("retry", "retried"),
         ("recovery", "recovered"),
+        ("cancel", "cancelled"),
     ):
         counts = counts.withColumn(f"{name}_rate", F.col(part) / F.col("jobs"))
     return counts.orderBy(*KEYS)
 
 
 def top_errors(jobs: DataFrame, limit: int = 10) -> DataFrame:
-    """The most frequent last errors: ``queue, type, last_error_kind, last_error_message, jobs``."""
+    """The most frequent last errors of the jobs not cancelled:
+    ``queue, type, last_error_kind, last_error_message, jobs``."""
     columns = (*KEYS, "last_error_kind", "last_error_message")
     return (
-        jobs.where(F.col("last_error_kind").isNotNull())
+        jobs.where(_failed())
         .groupBy(*columns)
         .agg(F.count(F.lit(1)).alias("jobs"))
         .orderBy(F.desc("jobs"), *columns)

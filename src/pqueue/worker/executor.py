@@ -69,6 +69,8 @@ class Executor:
         self.counters = counters
         self.in_handler: dict[str, tuple[Lease, ThreadCall | None]] = {}
         """Jobs whose handler is running now (what a drain past its timeout hands back)."""
+        self.started: dict[str, float] = {}
+        """When each job in ``in_handler`` entered its handler (``perf_counter``)."""
         self.aborting = False
         """Set when the drain timed out: handlers not started yet are handed back instead."""
 
@@ -106,8 +108,14 @@ class Executor:
 
     # -- calling handlers -------------------------------------------------------------
 
+    def running_for(self, job_id: str) -> float:
+        """Seconds the job has been in its handler (0.0 when it is not in one)."""
+        started = self.started.get(job_id)
+        return 0.0 if started is None else perf_counter() - started
+
     async def _call(self, handler: Handler, lease: Lease, timeout: float | None) -> Attempt:
         job = lease.job
+        self.started[job.id] = perf_counter()
         try:
             if handler.is_async:
                 return await self._call_async(handler, lease, timeout)
@@ -119,6 +127,7 @@ class Executor:
             return False, None
         finally:
             self.in_handler.pop(job.id, None)
+            self.started.pop(job.id, None)
 
     async def _call_async(self, handler: Handler, lease: Lease, timeout: float | None) -> Attempt:
         job = lease.job

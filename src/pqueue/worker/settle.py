@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import NamedTuple, TypeVar
 
@@ -174,12 +174,18 @@ class Settler:
         reason: str,
         note: ErrorInfo | None = None,
         outcome: Outcome = Outcome.RELEASED,
+        durations: Sequence[float] | None = None,
     ) -> None:
         """Hand jobs back unrun or unfinished, without burning an attempt; ``note`` goes
         into each job's error history; ``outcome`` is RELEASED (unrun) or CANCELLED
-        (a handler cut short)."""
+        (a handler cut short), reported with how long each ran (``durations``, one per
+        lease; 0.0 for jobs that did not run)."""
         if not leases:
             return
+        if durations is None:
+            durations = [0.0] * len(leases)
+        elif len(durations) != len(leases):
+            raise ValueError(f"{len(durations)} durations for {len(leases)} leases")
         self.book.settling(leases)
         try:
             oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
@@ -187,9 +193,10 @@ class Settler:
             log.exception("could not hand back %d job(s); their leases will expire", len(leases))
             oks = [False] * len(leases)
         self.book.remove(leases)
-        for lease, ok in zip(leases, oks, strict=True):
+        for lease, ok, duration in zip(leases, oks, durations, strict=True):
             settled = outcome if ok else Outcome.LOST
-            self.report(JobReport(lease.job, settled, 0.0, None, delay if ok and delay else None, reason))
+            retry_in = delay if ok and delay else None
+            self.report(JobReport(lease.job, settled, duration, None, retry_in, reason))
 
     def report(self, report: JobReport) -> None:
         counter = _COUNTER[report.outcome]

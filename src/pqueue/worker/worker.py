@@ -522,7 +522,10 @@ class Worker:
         victims = list(executor.in_handler.values())
         log.warning("shutdown timeout: handing back %d unfinished job(s)", len(victims))
         await self._settler.release(
-            [lease for lease, _ in victims], reason="shutdown timeout", outcome=Outcome.CANCELLED
+            [lease for lease, _ in victims],
+            reason="shutdown timeout",
+            outcome=Outcome.CANCELLED,
+            durations=[executor.running_for(lease.job.id) for lease, _ in victims],
         )
         for lease, call in victims:
             task = self._tasks.get(lease.job.id)
