@@ -87,9 +87,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# `pqueue demo` runs on memory:// and needs no extra.
+# `pqueue demo` runs on memory:// and needs no extra; the cli extra (rich) is there so the
+# admin commands the README shows next (`pqueue stats`, `jobs`, `dlq`) draw their tables.
 $(VENV)/.stamp-demo: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e ".[cli]"
 	@touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml | $(BIN)/python

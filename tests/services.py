@@ -93,4 +93,4 @@ def require_spark() -> None:
     except ImportError as exc:
         if "spark" in required():
             pytest.fail(f"PQUEUE_TEST_REQUIRE names spark, but it cannot be imported: {exc}", pytrace=False)
-        pytest.skip(f'SKIPPED SPARK TESTS: {exc} (pip install "pqueue[spark]")', allow_module_level=True)
+        pytest.skip(f'SKIPPED SPARK TESTS: {exc} (pip install "pqueue-jobs[spark]")', allow_module_level=True)

@@ -394,8 +394,9 @@ class Inspector(Protocol):
         or dead) within the last ``window`` seconds, both on the broker's clock."""
 
     async def limit_groups(self) -> list[LimitState]:
-        """Every rate/concurrency limit group (queue, limit key) the broker keeps state for:
-        active and waiting jobs, the limits of its latest job, and its tokens (ADR 0110)."""
+        """Every rate/concurrency limit group (queue, limit key) with a waiting or active job:
+        active and waiting jobs, the limits of its latest job, and its tokens (ADR 0110).
+        An idle group is not listed, even while the broker keeps its bucket (ADR 0140)."""
         ...
 
     def scan_jobs(self, scan: JobScan) -> AsyncIterator[Sequence[Job]]:

@@ -51,7 +51,8 @@ class Stats:
     paused: tuple[str, ...] = ()
     """Queues paused (:meth:`AsyncClient.pause`): workers claim nothing from them."""
     limits: Sequence[LimitState] = ()
-    """Every rate/concurrency limit group: active vs concurrency, waiting jobs, tokens."""
+    """Every rate/concurrency limit group with a waiting or active job (docs/limits.md):
+    active vs concurrency, waiting jobs, tokens."""
 
     def total(self, status: JobStatus, queue: str | None = None) -> int:
         """Jobs in ``status`` (in one queue, or in all)."""

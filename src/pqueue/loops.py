@@ -1,6 +1,6 @@
 """The event loop pqueue runs the loops it owns on (the worker's, the sync Client's).
 
-uvloop when it is installed (``pip install pqueue[uvloop]``), else the standard
+uvloop when it is installed (``pip install "pqueue-jobs[uvloop]"``), else the standard
 library's: the same choice pgqueuer and taskiq make, and for pqueue it cuts the CPU of
 every round trip (ADR 0053). ``PQUEUE_LOOP`` (or ``pqueue worker --loop``) overrides
 it: ``asyncio`` always takes the standard loop, ``uvloop`` requires uvloop.
@@ -17,6 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from pqueue.errors import ConfigError
+from pqueue.extras import install_hint
 
 T = TypeVar("T")
 
@@ -46,7 +47,9 @@ def loop_factory(choice: str | None = None) -> LoopFactory:
         factory: LoopFactory = uvloop.new_event_loop
         return factory
     if resolved == "uvloop":
-        raise ConfigError("the uvloop event loop was asked for, but uvloop is not installed (pqueue[uvloop])")
+        raise ConfigError(
+            f"the uvloop event loop was asked for, but uvloop is not installed: {install_hint('uvloop')}"
+        )
     return asyncio.new_event_loop
 
 

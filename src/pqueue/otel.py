@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing for pqueue jobs (``pip install 'pqueue[otel]'``; docs/tracing.md).
+"""OpenTelemetry tracing for pqueue jobs (``pip install 'pqueue-jobs[otel]'``; docs/tracing.md).
 
 :class:`OpenTelemetryMiddleware` on a Client opens a PRODUCER span per enqueued job
 (``send <queue>``) and injects its trace context into the job's ``meta`` (W3C

@@ -3,7 +3,7 @@
 A schedule is pure arithmetic on epoch seconds: :meth:`Schedule.next_after` and
 :meth:`Schedule.due` give its ticks, and :func:`tick_job_id` the one job id of each tick,
 so every worker that runs the schedule computes the same ids and their enqueues collapse
-into one job per tick (ADR 0100). Cron expressions are read by croniter (``pqueue[cron]``),
+into one job per tick (ADR 0100). Cron expressions are read by croniter (``pqueue-jobs[cron]``),
 imported only when a cron schedule is made, so ``import pqueue`` stays light.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pqueue.errors import ConfigError, InvalidJob
+from pqueue.extras import install_hint
 from pqueue.ids import key_id
 from pqueue.job import JSONValue
 from pqueue.spec import JOB_TYPE_RE, encode_payload
@@ -50,7 +51,7 @@ def _croniter() -> Any:
         from croniter import croniter
     except ImportError:  # pragma: no cover - depends on the install
         raise ConfigError(
-            "cron schedules need croniter: pip install 'pqueue[cron]' (every= schedules do not)"
+            f"cron schedules need croniter: {install_hint('cron')}; every= schedules do not"
         ) from None
     return croniter
 

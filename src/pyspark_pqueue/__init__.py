@@ -2,7 +2,7 @@
 
 PySpark (4.0+) imports every top-level module whose name starts with ``pyspark_`` when a
 session first looks up a Python data source, and registers its ``DefaultSource`` under
-``DefaultSource.name()``. Installing ``pqueue[spark]`` ships this module, so
+``DefaultSource.name()``. Installing ``pqueue-jobs[spark]`` ships this module, so
 ``spark.read.format("pqueue")`` and ``df.write.format("pqueue")`` work with no
 ``spark.dataSource.register`` call.
 """

@@ -24,5 +24,5 @@ def test_missing_driver_names_the_index_and_the_clone_install(
     with pytest.raises(ConfigError) as caught:
         pqueue.connect(dsn)
     message = str(caught.value)
-    assert f'pip install "pqueue[{extra}]"' in message
+    assert f'pip install "pqueue-jobs[{extra}]"' in message
     assert f'pip install -e ".[{extra}]"' in message

@@ -15,7 +15,7 @@ async def _loop_name() -> str:
 
 
 def test_auto_takes_uvloop_when_it_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("uvloop")  # a dev install has it (pqueue[dev] pulls pqueue[uvloop])
+    pytest.importorskip("uvloop")  # a dev install has it (pqueue-jobs[dev] pulls pqueue-jobs[uvloop])
     monkeypatch.delenv(loops.LOOP_ENV, raising=False)
     assert loops.run(_loop_name()) == "uvloop"
     assert loops.run(_loop_name(), loop="asyncio") == "asyncio"
@@ -31,7 +31,7 @@ def test_the_environment_chooses_when_no_choice_is_passed(monkeypatch: pytest.Mo
 def test_without_uvloop_auto_falls_back_and_uvloop_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loops, "_import_uvloop", lambda: None)
     assert loops.run(_loop_name(), loop="auto") == "asyncio"
-    with pytest.raises(ConfigError, match=r"pqueue\[uvloop\]"):
+    with pytest.raises(ConfigError, match=r'pip install "pqueue-jobs\[uvloop\]"'):
         loops.run(_loop_name(), loop="uvloop")
 
 

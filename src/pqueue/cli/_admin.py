@@ -4,7 +4,7 @@ An admin command only translates: argv -> one :class:`~pqueue.Client` call -> a 
 (people) or one JSON document (``--json``, scripts). Bad input raises a
 :class:`~pqueue.errors.PQueueError` before anything is written, and the dispatcher prints
 it as one line. rich is imported only when a table is drawn, so ``pqueue worker`` and
-``--json`` never need it (it is the ``pqueue[cli]`` extra; ADR 0081).
+``--json`` never need it (it is the ``pqueue-jobs[cli]`` extra; ADR 0081).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The broker keeps finished jobs for its retention window only (``?retention=`` seconds,
 a day by default); export keeps them for good, in the columns of the Spark reader, under
 ``OUT/day=YYYY-MM-DD/``. Re-running over an overlapping window adds no duplicate rows.
-Needs pyarrow (``pip install "pqueue[spark]"``); docs/spark.md.
+Needs pyarrow (``pip install "pqueue-jobs[spark]"``); docs/spark.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Reads exported Parquet (``--input DIR``, from ``pqueue export``) or the broker i
 (``--dsn``, through the ``pqueue`` Spark data source), computes the tables of
 :mod:`pqueue.spark.report` on Spark (``--spark-master``, default ``local[*]``), prints
 them and, with ``--html FILE``, writes one self-contained HTML page with charts.
-Needs ``pip install "pqueue[spark]"``; docs/spark.md.
+Needs ``pip install "pqueue-jobs[spark]"``; docs/spark.md.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ dashboard at / with one uvicorn process. Every flag has an environment variable
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve",
-        help="HTTP API and dashboard: pqueue serve --dsn redis://... (needs pqueue[web])",
+        help="HTTP API and dashboard: pqueue serve --dsn redis://... (needs the pqueue-jobs[web] extra)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,4 @@
-"""Prometheus metrics for pqueue (the ``metrics`` extra: ``pip install 'pqueue[metrics]'``).
+"""Prometheus metrics for pqueue (the ``metrics`` extra: ``pip install 'pqueue-jobs[metrics]'``).
 
 - :class:`JobMetrics` is a :class:`~pqueue.middleware.Middleware`: give it to a ``Worker``
   (job counters, run and wait histograms, jobs in flight, recoveries) and to a ``Client``

@@ -1,6 +1,6 @@
 """pqueue on Apache Spark: the ``pqueue`` data source, export and reports (docs/spark.md).
 
-Install with ``pip install "pqueue[spark]"`` (PySpark 4.1+, pyarrow). This package does
+Install with ``pip install "pqueue-jobs[spark]"`` (PySpark 4.1+, pyarrow). This package does
 not import pyspark until a name that needs it is used, so ``pqueue export`` works with
 pyarrow alone.
 

@@ -1,4 +1,4 @@
-"""pqueue's HTTP API and dashboard (the ``web`` extra: ``pip install 'pqueue[web]'``).
+"""pqueue's HTTP API and dashboard (the ``web`` extra: ``pip install 'pqueue-jobs[web]'``).
 
 - :func:`create_app` builds the ASGI app: JSON endpoints to enqueue (one job or a batch),
   inspect and administer jobs, ``/metrics``, ``/healthz`` and ``/readyz``, and the

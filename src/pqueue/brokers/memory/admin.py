@@ -98,7 +98,7 @@ class Admin:
         return QueueActivity(ages, done, window)
 
     def limit_groups(self) -> list[LimitState]:
-        """Every limit group: active jobs, waiting jobs, limits and tokens."""
+        """Every limit group with live jobs: active jobs, waiting jobs, limits and tokens."""
         store = self._store
         now = store.clock.now()
         with store.lock:

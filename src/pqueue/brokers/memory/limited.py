@@ -135,12 +135,15 @@ class LimitGroups:
         return min(times, default=None)
 
     def states(self, now: float, waiting: Callable[[str, str], int]) -> list[LimitState]:
-        """Every group, for stats."""
+        """Every group with a waiting or active job, for stats (docs/limits.md, ADR 0140); a
+        group without one is kept, bucket and all, but not listed."""
         out: list[LimitState] = []
         for queue in sorted(self._groups):
             for key, group in sorted(self._groups[queue].items()):
+                waits = waiting(queue, key)
+                if not waits and not group.active:
+                    continue
                 limit = group.limit
                 tokens = None if limit.rate is None else group._tokens(limit, now)
-                waits = waiting(queue, key)
                 out.append(LimitState(queue, key, group.active, waits, limit.concurrency, limit.rate, tokens))
         return out

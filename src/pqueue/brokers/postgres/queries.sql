@@ -688,10 +688,12 @@ ORDER BY q.name;
 
 
 -- name: limit_groups
--- Every limit group with live jobs or a bucket (ADR 0110): active and waiting jobs, the
--- limits of its latest job and its tokens now (refilled; NULL without a rate).
-SELECT coalesce(c.queue, g.queue), coalesce(c.key, g.key),
-       coalesce(c.active, 0), coalesce(c.waiting, 0),
+-- Every limit group with a waiting or active job (ADR 0110, 0140): active and waiting
+-- jobs, the limits of its latest job and its tokens now (refilled; NULL without a rate).
+-- A group row without live jobs is not listed: the live jobs (read through the partial
+-- indexes) drive the join, and only their groups' rows are needed.
+SELECT c.queue, c.key,
+       c.active, c.waiting,
        coalesce(c.concurrency, g.concurrency), coalesce(c.rate, g.rate),
        CASE WHEN coalesce(c.rate, g.rate) IS NULL THEN NULL
             WHEN g.tokens IS NULL THEN coalesce(c.burst, g.burst)
@@ -713,7 +715,7 @@ FROM (
     ) AS live
     GROUP BY queue, limit_key
 ) AS c
-FULL JOIN {schema}.limit_groups AS g ON g.queue = c.queue AND g.key = c.key
+LEFT JOIN {schema}.limit_groups AS g ON g.queue = c.queue AND g.key = c.key
 ORDER BY 1, 2;
 
 

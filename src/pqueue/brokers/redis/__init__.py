@@ -1,4 +1,4 @@
-"""The Redis backend (``redis://``, ``rediss://``); needs ``pip install 'pqueue[redis]'``."""
+"""The Redis backend (``redis://``, ``rediss://``); needs ``pip install 'pqueue-jobs[redis]'``."""
 
 from pqueue.brokers.redis.broker import RedisBroker
 

@@ -115,10 +115,15 @@ class RedisLimits(RedisCore):
 
     @translated
     async def limit_groups(self) -> list[LimitState]:
-        lanes = await self._lanes(await self.registered_queues())
-        if not lanes:
+        """The lanes that hold a waiting or active job (ADR 0140): an emptied lane stays in
+        its queue's lanes zset until a claim visits it, and its bucket outlives it, but a
+        group without jobs is not listed, as on the other backends."""
+        listed = await self._lanes(await self.registered_queues())
+        counted = zip(listed, await self._lane_sizes(listed), strict=True)
+        live = [(lane, size) for lane, size in counted if any(size)]
+        if not live:
             return []
-        sizes = await self._lane_sizes(lanes)
+        lanes, sizes = [lane for lane, _ in live], [size for _, size in live]
         states = await self.run_many(
             [("HMGET", self.lanes(q).prefix + key + ":state", "limit", "tokens", "at") for q, key in lanes]
         )

@@ -211,6 +211,32 @@ class LimitsContract:
         assert (a.active, a.waiting, a.concurrency) == (0, 2, 2)
         assert (rated_group.waiting, rated_group.rate, rated_group.tokens) == (1, 5.0, 1.0)
 
+    async def test_limit_groups_list_groups_with_live_jobs_only(self, broker: FullBroker) -> None:
+        """A group is listed while it has a waiting or active job, on every backend; once its
+        last job has finished or been cancelled it is not, even while the broker still keeps
+        its bucket refilling (docs/limits.md, ADR 0140)."""
+        solo = Limit("solo", concurrency=1)
+        await put_limited(broker, solo, 2)
+        await put_limited(broker, rated(20.0, "done"), 1)
+        [gone] = await put_limited(broker, Limit("gone", concurrency=1), 1, delay=60)
+        leases = {lease.job.limit_key or "-": lease for lease in await take(broker, limit=10)}
+        assert sorted(leases) == ["done", "solo"]
+
+        async def listed() -> dict[str, tuple[int, int]]:
+            groups = await broker.limit_groups()
+            return {g.key: (g.active, g.waiting) for g in groups if g.queue == "default"}
+
+        assert await listed() == {"solo": (1, 1), "done": (1, 0), "gone": (0, 1)}
+        assert await broker.ack([leases["solo"], leases["done"]]) == [True, True]
+        assert await broker.cancel(gone)
+        assert await listed() == {"solo": (0, 1)}  # "done"'s bucket still refills: not listed
+        [last] = await take(broker, limit=10)
+        assert await listed() == {"solo": (1, 0)}
+        assert await broker.ack([last]) == [True]
+        assert await listed() == {}
+        assert await take(broker, limit=10) == []  # a claim that visits the emptied groups
+        assert await listed() == {}
+
     async def test_listing_shows_limited_jobs_beside_the_others(self, broker: FullBroker) -> None:
         plain = await put(broker, "contract:plain")
         a_ids = await put_limited(broker, A, 3)
