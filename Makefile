@@ -1,6 +1,9 @@
 # The two commands a newcomer needs (README "Try it"); nothing else has to be typed first.
 #   make demo   .venv with pqueue installed, then `pqueue demo` on the in-memory backend
-#   make test   .venv with the dev extras, local services, then every step in TEST_STEPS
+#   make test   .venv with the dev extras, local services, then every step in TEST_STEPS;
+#               as root with apt-get it also installs Debian's prometheus (its service is
+#               stopped and disabled again) and chromium (about 350 MB): .ci/apt-install
+#   make test-fast  lint, typecheck and pytest only: installs no system package
 # The venv is (re)built only when pyproject.toml changed since its stamp, so a second run
 # goes straight to the work. CI runs `make demo` and `make test` with VENV=.ci-venv (.ci/run, ADR 0071).
 
@@ -26,12 +29,18 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # metrics test when it can. spark is last: it adds PySpark to the venv on its first run.
 TEST_STEPS := lint typecheck deploy-check pytest races browser spark
 
-.PHONY: demo test services fmt $(TEST_STEPS) clean
+# `make test-fast`: the steps that need nothing but the venv (and Redis/Postgres when they
+# are installed): no system package, no browser, no Spark.
+FAST_STEPS := lint typecheck pytest
+
+.PHONY: demo test test-fast services fmt $(TEST_STEPS) clean
 
 demo: $(VENV)/.stamp-demo
 	$(BIN)/pqueue demo
 
 test: $(TEST_STEPS)
+
+test-fast: $(FAST_STEPS)
 
 lint: $(VENV)/.stamp-dev
 	$(BIN)/ruff check src tests bench examples

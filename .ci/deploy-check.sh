@@ -2,7 +2,8 @@
 # Check deploy/ offline: Prometheus config and alert rules (promtool check + the rules'
 # unit tests), every Grafana dashboard expression parsed by promtool, and the compose
 # file (when docker-compose is installed). Installs Debian's prometheus package (which
-# ships promtool) when promtool is missing; the package's own service is never started.
+# ships promtool) when promtool is missing and we are root with apt-get (.ci/apt-install),
+# then stops and disables the service the package enables, so nothing is left running.
 #   .ci/deploy-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +18,8 @@ if ! command -v promtool >/dev/null 2>&1; then
     echo "SKIPPED deploy checks: promtool missing (apt-get install prometheus, as root)" >&2
     exit 0
   fi
-  echo "promtool missing: installing Debian's prometheus package"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+  # promtool comes with the Prometheus server, whose service the package enables: stop it.
+  bash .ci/apt-install --no-service prometheus prometheus
 fi
 
 promtool check config deploy/prometheus.yml

@@ -1,17 +1,20 @@
 """Find the code blocks of a Markdown page, and which of them the suite runs.
 
 The convention (README "Docs that run", ADR 0070): a fence whose info string starts with
-``python`` or ``bash`` is executed; ``python notest`` / ``bash notest`` (followed by the
-reason) only illustrates. ``py``/``python3`` count as ``python`` and ``sh``/``shell`` as
-``bash``, so a block cannot escape the runner by its spelling. A fence with the info
-string ``output`` right after a runnable block is what that block must print
-(``...`` matches anything, whitespace is normalised, as in doctest). A python block whose
+``python`` or ``bash`` is executed; one right after the HTML comment ``<!-- notest: reason -->``
+(on the line before the fence, invisible when rendered) only illustrates. The directive used
+to sit in the info string (```` ```bash notest: … ````), where a reader of the raw file trips on
+it; that form is refused with a message saying where it goes now. ``py``/``python3`` count as
+``python`` and ``sh``/``shell`` as ``bash``, so a block cannot escape the runner by its spelling.
+A fence with the info string ``output`` right after a runnable block is what that block
+must print (``...`` matches anything, whitespace is normalised, as in doctest). A python block whose
 first line is a comment naming a relative file (``# myapp/tasks.py``) is that file: the
 runner writes it into the page's working directory instead of executing it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ LANGUAGES = {
 }
 
 _OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*?)[ \t]*$")
+_NOTEST = re.compile(r"^ {0,3}<!--\s*notest\b[:,;.]?\s*(?P<reason>.*?)\s*-->\s*$")
 _FILE_COMMENT = re.compile(r"^#\s*(?P<path>(?:[\w.-]+/)*[\w.-]+\.(?:py|txt|toml|cfg|ini|json))\s*$")
 
 
@@ -38,6 +42,7 @@ class Block:
     info: str
     code: str
     output: str | None = None  # the ``output`` fence that follows it, if any
+    notest_reason: str | None = None  # the reason of a ``<!-- notest: … -->`` line before it
 
     @property
     def language(self) -> str | None:
@@ -47,7 +52,8 @@ class Block:
 
     @property
     def notest(self) -> bool:
-        return any(word.rstrip(":,;.") == "notest" for word in self.info.split()[1:])
+        """Whether a ``<!-- notest: reason -->`` comment marks the block as illustration only."""
+        return self.notest_reason is not None
 
     @property
     def runs(self) -> bool:
@@ -89,7 +95,15 @@ def blocks(page: Path) -> list[Block]:
             j += 1
         if j == len(lines):
             raise ValueError(f"{page}:{i + 1}: the fence {lines[i].strip()!r} is never closed")
-        block = Block(page, i + 1, opening["info"], "\n".join(body) + "\n")
+        if _old_directive(opening["info"]):
+            raise ValueError(
+                f"{page}:{i + 1}: the test directive moved out of the fence's info string: write "
+                "`<!-- notest: reason -->` on the line before the fence and open it with "
+                f"{fence}{opening['info'].split()[0]} alone (ADR 0070)"
+            )
+        comment = _NOTEST.match(lines[i - 1]) if i > 0 else None
+        reason = comment["reason"] if comment else None
+        block = Block(page, i + 1, opening["info"], "\n".join(body) + "\n", notest_reason=reason)
         previous = found[-1] if found else None
         if (
             block.info == "output"
@@ -97,11 +111,16 @@ def blocks(page: Path) -> list[Block]:
             and previous.runs
             and _adjacent(lines, previous, i)
         ):
-            found[-1] = Block(previous.page, previous.line, previous.info, previous.code, block.code)
+            found[-1] = dataclasses.replace(previous, output=block.code)
         else:
             found.append(block)
         i = j + 1
     return found
+
+
+def _old_directive(info: str) -> bool:
+    """Whether an info string still carries ``notest`` after its language (the old form)."""
+    return any(word.rstrip(":,;.") == "notest" for word in info.split()[1:])
 
 
 def _adjacent(lines: list[str], previous: Block, opening: int) -> bool:

@@ -24,7 +24,8 @@ print(1 + 1)
 2
 ```
 
-```bash notest: runs until SIGTERM
+<!-- notest: runs until SIGTERM -->
+```bash
 pqueue worker app:router
 ```
 
@@ -55,15 +56,54 @@ def test_languages_notest_outputs_and_files(tmp_path: Path) -> None:
     assert [(b.line, b.language, b.notest) for b in found] == [
         (3, "python", False),
         (8, "python", False),
-        (16, "bash", True),
-        (20, "bash", False),
-        (24, None, False),  # ```text: not run
-        (30, "python", False),
+        (17, "bash", True),
+        (21, "bash", False),
+        (25, None, False),  # ```text: not run
+        (31, "python", False),
     ]
+    assert found[2].notest_reason == "runs until SIGTERM"
     assert found[0].file == "myapp/tasks.py"
     assert found[1].file is None and found[1].output == "2\n"
     assert found[5].code == "y = 2\n"  # the list's indentation is taken off
-    assert [b.line for b in runnable(write(tmp_path, PAGE))] == [3, 8, 20, 30]
+    assert [b.line for b in runnable(write(tmp_path, PAGE))] == [3, 8, 21, 31]
+
+
+@pytest.mark.parametrize(
+    ("comment", "reason"),
+    [
+        ("<!-- notest -->", ""),
+        ("<!--notest: needs your own module-->", "needs your own module"),
+        ("  <!-- notest, runs forever -->", "runs forever"),
+    ],
+)
+def test_a_notest_comment_on_the_line_before_marks_the_block(
+    tmp_path: Path, comment: str, reason: str
+) -> None:
+    [block] = blocks(write(tmp_path, f"{comment}\n```bash\nsleep 1000\n```\n"))
+    assert block.notest and block.notest_reason == reason and not block.runs
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<!-- notest -->\n\n```bash\nexit 1\n```\n",  # a blank line between: the comment is not the fence's
+        "<!-- a note for editors -->\n```bash\nexit 1\n```\n",  # another comment
+        "Prose that mentions <!-- notest --> inline.\n```bash\nexit 1\n```\n",
+    ],
+)
+def test_only_a_notest_comment_right_before_the_fence_counts(tmp_path: Path, text: str) -> None:
+    [block] = blocks(write(tmp_path, text))
+    assert block.runs and block.notest_reason is None
+
+
+def test_the_old_directive_in_the_info_string_is_refused_with_the_new_form(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"page.md:3: .*<!-- notest: reason -->.*```bash alone"):
+        blocks(write(tmp_path, "# A page\n\n```bash notest: runs until SIGTERM\npqueue worker\n```\n"))
+
+
+def test_the_output_block_after_a_notest_block_stays_its_own_block(tmp_path: Path) -> None:
+    found = blocks(write(tmp_path, "<!-- notest -->\n```python\nprint(1)\n```\n```output\n1\n```\n"))
+    assert [(b.info, b.output) for b in found] == [("python", None), ("output", None)]
 
 
 def test_an_output_block_after_prose_is_not_an_expectation(tmp_path: Path) -> None:
