@@ -125,3 +125,18 @@ def test_the_sync_client_shows_a_missing_schema_without_its_loop_threads_frames(
     files = {Path(frame.filename) for frame in traceback.extract_tb(error.__traceback__)}
     assert files <= {Path(__file__), Path(pqueue.sync.__file__)}, files
     assert len(traceback.format_exception(error)) < 12
+
+
+def test_the_tls_verdict_survives_redis_pys_reconnect_on_send() -> None:
+    """redis-py wraps an error raised in its reconnect-on-send as ConnectionError(exc) from
+    exc; the broker raises the verdict itself, not 'unreachable: Redis at ...'."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from pqueue.brokers.redis.config import RedisOptions
+    from pqueue.brokers.redis.core import RedisCore
+
+    core = RedisCore(RedisOptions.parse("rediss://127.0.0.1:1/0", {}))
+    verdict = BrokerUnreachable(f"Redis at 127.0.0.1:1: {TLS_MISMATCH}", address="127.0.0.1:1")
+    wrapped = RedisConnectionError(verdict)
+    wrapped.__cause__ = verdict
+    assert core.translate(wrapped) is verdict

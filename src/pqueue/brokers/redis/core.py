@@ -205,6 +205,8 @@ class RedisCore:
     def translate(self, exc: RedisError | OSError) -> BrokerError:
         """The pqueue error for a driver error (the message has the cause; callers get no
         driver traceback for an unreachable server). Both transports raise through this."""
+        if isinstance(exc.__cause__, BrokerUnreachable):  # first_failure's verdict, wrapped by
+            return exc.__cause__  # redis-py's reconnect-on-send (ConnectionError(exc) from exc)
         if unreachable(exc):
             return self.unreachable(exc)
         return BrokerError(f"redis command failed: {exc}")
