@@ -54,7 +54,7 @@ CLOSE_GRACE = 5.0
 CANCEL_WAIT = 1.0
 """Seconds a cancelled call gets to unwind before the loop stops under it."""
 
-SAID_IN_ONE_LINE = (SchemaError, BrokerUnavailable, ConfigError)
+_SAID_IN_ONE_LINE = (SchemaError, BrokerUnavailable, ConfigError)
 """Errors whose message names the cause and the fix (run ``pqueue migrate``, the server
 that refused, the bad option). The caller gets them without the loop thread's frames:
 30 lines through pqueue's internals buried that one line; the CLI prints it alone."""
@@ -64,7 +64,7 @@ def _caller_frames_only(error: BaseException) -> None:
     """Drop the loop thread's frames from ``error`` when its message says it all, before it
     is raised again in the caller's thread (its chain stays as raised: suppressed where the
     driver's error adds nothing, kept where it helps)."""
-    if isinstance(error, SAID_IN_ONE_LINE):
+    if isinstance(error, _SAID_IN_ONE_LINE):
         error.with_traceback(None)
 
 
@@ -223,7 +223,7 @@ class Client:
             if runner.closing:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
-        except SAID_IN_ONE_LINE as error:
+        except _SAID_IN_ONE_LINE as error:
             error.with_traceback(None)  # the caller's frames only: the message says it all
             raise
 
@@ -290,7 +290,7 @@ class Client:
             if runner.closing and future.cancelled() and not (task is not None and task.cancelling()):
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
-        except SAID_IN_ONE_LINE as error:
+        except _SAID_IN_ONE_LINE as error:
             error.with_traceback(None)  # the caller's frames only: the message says it all
             raise
 
