@@ -36,7 +36,7 @@ from pqueue.broker_flows import has_parents
 from pqueue.broker_schedules import ScheduleInfo
 from pqueue.client import AsyncClient, Stats
 from pqueue.clock import Clock
-from pqueue.errors import ClientClosed
+from pqueue.errors import BrokerUnavailable, ClientClosed, ConfigError, SchemaError
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus, JSONValue
 from pqueue.middleware import Middleware
 from pqueue.options import JobOptions, SharedOptions, task_of
@@ -53,6 +53,19 @@ CLOSE_GRACE = 5.0
 """Seconds :meth:`Client.close` lets calls in flight on other threads finish before cancelling them."""
 CANCEL_WAIT = 1.0
 """Seconds a cancelled call gets to unwind before the loop stops under it."""
+
+_SAID_IN_ONE_LINE = (SchemaError, BrokerUnavailable, ConfigError)
+"""Errors whose message names the cause and the fix (run ``pqueue migrate``, the server
+that refused, the bad option). The caller gets them without the loop thread's frames:
+30 lines through pqueue's internals buried that one line; the CLI prints it alone."""
+
+
+def _caller_frames_only(error: BaseException) -> None:
+    """Drop the loop thread's frames from ``error`` when its message says it all, before it
+    is raised again in the caller's thread (its chain stays as raised: suppressed where the
+    driver's error adds nothing, kept where it helps)."""
+    if isinstance(error, _SAID_IN_ONE_LINE):
+        error.with_traceback(None)
 
 
 class _LoopThread:
@@ -73,10 +86,11 @@ class _LoopThread:
         self.thread.start()
         try:
             self.client = self._schedule(self._make(make_client)).result()
-        except BaseException:
+        except BaseException as error:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join()
             self.loop.close()
+            _caller_frames_only(error)
             raise
         transport = sync_transport(self.client.broker)
         self.direct = None if transport is None else DirectPath(transport)
@@ -209,6 +223,9 @@ class Client:
             if runner.closing:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
+        except _SAID_IN_ONE_LINE as error:
+            error.with_traceback(None)  # the caller's frames only: the message says it all
+            raise
 
     def _on_loop(
         self,
@@ -272,6 +289,9 @@ class Client:
             task = asyncio.current_task()
             if runner.closing and future.cancelled() and not (task is not None and task.cancelling()):
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
+            raise
+        except _SAID_IN_ONE_LINE as error:
+            error.with_traceback(None)  # the caller's frames only: the message says it all
             raise
 
     def open(self) -> None:

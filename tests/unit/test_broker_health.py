@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pqueue.brokers.health import ServerHealth, describe, health_of
+from pqueue.brokers.health import ServerHealth, describe, failure_message, health_of
 
 
 def test_an_outage_logs_one_warning_with_its_cause_and_one_info_with_its_length(
@@ -48,7 +48,21 @@ def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
             OSError('connection to server at "127.0.0.1", port 9 failed: Connection refused\n\tIs it up?'),
             "connection refused",
         ),
-        (OSError('FATAL:  password authentication failed for user "app"'), "authentication failed"),
+        (
+            OSError('FATAL:  password authentication failed for user "app"'),
+            "authentication failed for role 'app'",
+        ),
+        (
+            OSError('connection to server at "h", port 5432 failed: FATAL:  role "app" does not exist'),
+            "authentication failed for role 'app'",
+        ),
+        (
+            OSError(
+                'connection failed: connection to server at "127.0.0.1", port 5432 failed: '
+                "server does not support SSL, but SSL was required"
+            ),
+            "TLS handshake failed: is this port TLS? (the server does not support SSL)",
+        ),
         (OSError("WRONGPASS invalid username-password pair or user is disabled."), "authentication failed"),
         (TimeoutError(), "timeout"),
         (OSError("Timeout connecting to server"), "timeout"),
@@ -67,6 +81,29 @@ def test_every_broker_of_a_process_shares_one_health_per_server() -> None:
 )
 def test_describe_names_the_cause_in_a_few_words(error: BaseException, cause: str) -> None:
     assert describe(error) == cause
+
+
+@pytest.mark.parametrize(
+    ("cause", "message"),
+    [
+        ("connection refused", "Postgres at h:1 is unreachable: connection refused"),
+        ("timeout", "Postgres at h:1 is unreachable: timeout"),
+        (
+            "authentication failed for role 'app'",
+            "Postgres at h:1 refused: authentication failed for role 'app'",
+        ),
+        ("authentication required", "Postgres at h:1 refused: authentication required"),
+        ('database "x" does not exist', 'Postgres at h:1 refused: database "x" does not exist'),
+        (
+            "TLS handshake failed: is this port TLS? (no)",
+            "Postgres at h:1: TLS handshake failed: is this port TLS? (no)",
+        ),
+    ],
+)
+def test_a_server_that_answered_refused_and_only_a_silent_one_is_unreachable(
+    cause: str, message: str
+) -> None:
+    assert failure_message("Postgres at h:1", cause) == message
 
 
 def test_psycopg_pool_chatter_is_folded_into_debug(caplog: pytest.LogCaptureFixture) -> None:

@@ -23,23 +23,29 @@ WRITES = [
 
 @pytest.mark.parametrize("write", WRITES, ids=[f"{m} {p}" for m, p, _ in WRITES])
 @pytest.mark.parametrize(
-    "headers",
+    ("headers", "why"),
     [
-        {},
-        bearer("wrong-token-0123456789abcdef"),
-        {"Authorization": f"Basic {ADMIN}"},
-        {"Authorization": "Bearer"},
+        ({}, "no bearer token"),
+        (bearer("wrong-token-0123456789abcdef"), "a wrong bearer token"),
+        ({"Authorization": f"Basic {ADMIN}"}, "lacks the 'Bearer ' scheme"),
+        ({"Authorization": ADMIN}, "lacks the 'Bearer ' scheme"),
+        ({"Authorization": "Bearer"}, "an empty bearer token"),
     ],
-    ids=["missing", "wrong", "not-bearer", "empty"],
+    ids=["missing", "wrong", "not-bearer", "no-scheme", "empty"],
 )
 async def test_no_valid_token_is_401_and_writes_nothing(
-    anon: httpx.AsyncClient, broker: FullBroker, write: tuple[str, str, object], headers: dict[str, str]
+    anon: httpx.AsyncClient,
+    broker: FullBroker,
+    write: tuple[str, str, object],
+    headers: dict[str, str],
+    why: str,
 ) -> None:
     method, path, body = write
     dead = await make_dead(broker)
     before = await stored(broker)
     response = await anon.request(method, path, json=body, headers=headers)
-    assert_error(response, 401, "Authorization: Bearer")
+    detail = assert_error(response, 401, why, "send Authorization: Bearer <token>")["detail"]
+    assert ADMIN not in detail  # what was sent is never echoed
     assert response.headers["www-authenticate"] == "Bearer"
     assert await stored(broker) == before
     assert (await broker.get_job(dead[0])).status.value == "dead"

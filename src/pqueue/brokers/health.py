@@ -10,7 +10,9 @@ back (with how long it was gone). Retry loops above it log their attempts at DEB
 
 :func:`describe` turns a driver's connection error into the short cause those lines
 and :class:`~pqueue.errors.BrokerUnreachable` carry: ``connection refused``,
-``authentication failed``, ``timeout``, ``TLS: ...``; never a password.
+``authentication failed for role 'app'``, ``timeout``, ``TLS: ...``; never a password.
+:func:`failure_message` words the error: a server that turned the connection away
+"refused" it, any other is "unreachable".
 """
 
 from __future__ import annotations
@@ -54,6 +56,21 @@ _CAUSES = (
 )
 
 
+TLS_MISMATCH = "TLS handshake failed: is this port TLS?"
+"""The cause when a TLS client met a server port that does not speak TLS."""
+
+_NO_TLS = ("server does not support ssl",)
+"""libpq's words (lower-cased) for a server without TLS met by ``sslmode=require``."""
+
+_ROLE = re.compile(r'\b(?:role|user) "([^"]*)"')
+"""The role a Postgres authentication failure names (its password never appears)."""
+
+_ROLE_CAUSES = ("authentication failed", "")
+"""Causes that name the role when the driver's words do (the empty one: 'does not exist')."""
+
+_REFUSALS = ("authentication ", "does not exist")
+"""Causes of a server that answered and turned the connection away (not "unreachable")."""
+
 _ERRNO = re.compile(r"\bError (\d+) (?:connecting|while)")
 _ERRNO_CAUSES = {
     errno.ECONNREFUSED: "connection refused",
@@ -75,7 +92,7 @@ def describe(exc: BaseException) -> str:
     first = str(exc).strip().splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
     lower = text.lower()
     if "ssl" in lower or "tls" in lower or "certificate" in lower:
-        return f"TLS: {first}"
+        return _tls_cause(lower, first)
     if isinstance(exc, TimeoutError):
         return "timeout"
     code = _ERRNO.search(text)  # redis-py: "Error 111 connecting to h:p. Connect call failed (...)."
@@ -84,10 +101,42 @@ def describe(exc: BaseException) -> str:
         return _ERRNO_CAUSES.get(number) or os.strerror(number).lower()
     for needle, cause in _CAUSES:
         if needle in lower:
-            return cause or _last_clause(first)
+            return _with_role(cause, first) if cause in _ROLE_CAUSES else cause
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     return first
+
+
+def _tls_cause(lower: str, first: str) -> str:
+    """A TLS failure: a server without TLS gets :data:`TLS_MISMATCH`; others keep the
+    driver's first line (a certificate problem, a protocol version)."""
+    if any(words in lower for words in _NO_TLS):
+        return f"{TLS_MISMATCH} (the server does not support SSL)"
+    return f"TLS: {first}"
+
+
+def failure_message(server: str, cause: str) -> str:
+    """The one-line error for a failed connection to ``server`` (e.g. ``Postgres at h:5432``).
+
+    A server that turned the connection away "refused" it (a wrong role or password, a
+    missing database, TLS on a plain port): calling it unreachable sent people looking
+    for a network fault. Anything else is "unreachable".
+    """
+    if cause.startswith(TLS_MISMATCH):
+        return f"{server}: {cause}"
+    if any(words in cause for words in _REFUSALS):
+        return f"{server} refused: {cause}"
+    return f"{server} is unreachable: {cause}"
+
+
+def _with_role(cause: str, line: str) -> str:
+    """An authentication failure or a missing role as ``authentication failed for role 'app'``
+    (with trust auth Postgres says 'role "app" does not exist'); any other 'does not
+    exist' (a missing database) keeps the driver's words."""
+    role = _ROLE.search(line)
+    if role is None:
+        return cause or _last_clause(line)
+    return f"authentication failed for role '{role.group(1)}'"
 
 
 def _last_clause(line: str) -> str:

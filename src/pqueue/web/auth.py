@@ -43,5 +43,18 @@ class Tokens:
         return found
 
 
+def refusal(authorization: bytes | None) -> str:
+    """Why ``authorization`` carries no role, for a 401's detail; never echoes what was sent
+    (a header without the scheme is often the bare token)."""
+    if not authorization:
+        return "no bearer token"
+    scheme, _, given = authorization.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return "the Authorization header lacks the 'Bearer ' scheme"
+    if not given.strip():
+        return "an empty bearer token"
+    return "a wrong bearer token"
+
+
 def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()

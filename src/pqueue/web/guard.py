@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pqueue.web.auth import Role, Tokens
+from pqueue.web.auth import Role, Tokens, refusal
 from pqueue.web.errors import encode_error, scrub
 from pqueue.web.settings import WebSettings
 
@@ -96,8 +96,7 @@ class Guard:
         header = dict(scope.get("headers", ())).get(b"authorization")
         role = self.tokens.role(header)
         if role is None:
-            what = "a wrong bearer token" if header else "no bearer token"
-            return 401, "unauthorized", f"{what}: send Authorization: Bearer <token>", True
+            return 401, "unauthorized", f"{refusal(header)}: send Authorization: Bearer <token>", True
         if role is Role.READ and method not in READ_METHODS:
             return 403, "forbidden", "the read-only token cannot change anything; use the admin token", False
         scope[ROLE_KEY] = role

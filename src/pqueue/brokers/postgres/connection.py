@@ -37,7 +37,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.string import TextLoader
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from pqueue.brokers.health import ServerHealth, describe, health_of
+from pqueue.brokers.health import ServerHealth, describe, failure_message, health_of
 from pqueue.brokers.postgres.codec import TOO_DEEP
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
 from pqueue.brokers.postgres.cursors import CursorCache
@@ -119,7 +119,7 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
         if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             where, cause = address(dsn), describe(exc)
             if _CONNECTING in str(exc):  # a connect failed (e.g. pqueue migrate's own connection)
-                message = f"Postgres at {where} is unreachable: {cause}"
+                message = failure_message(f"Postgres at {where}", cause)
                 raise BrokerUnreachable(message, address=where, cause=cause) from None
             raise BrokerUnavailable(f"Postgres at {where} is unavailable: {cause}") from exc
         raise BrokerError(f"Postgres error: {first_line(exc)}") from exc
@@ -343,7 +343,7 @@ class Database:
 
     def _unreachable(self, cause: str) -> BrokerUnreachable:
         return BrokerUnreachable(
-            f"Postgres at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+            failure_message(f"Postgres at {self.address}", cause), address=self.address, cause=cause
         )
 
     async def _revive(self) -> None:

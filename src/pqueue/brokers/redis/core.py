@@ -19,12 +19,13 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
-from pqueue.brokers.health import ServerHealth, describe, health_of
+from pqueue.brokers.health import TLS_MISMATCH, ServerHealth, describe, failure_message, health_of
 from pqueue.brokers.hub import Hub
 from pqueue.brokers.redis import scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, Lanes, QueueKeys, global_keys, lane_keys, lanes, queue_keys
+from pqueue.brokers.redis.tls import answers_plain_redis, may_be_plain_port, tls_target
 from pqueue.clock import Clock
 from pqueue.errors import BrokerError, BrokerUnreachable, ConfigError, PQueueError, SchemaError
 from pqueue.steps import Steps, run_async
@@ -104,14 +105,17 @@ def address(url: str) -> str:
 
 class OutageReporter:
     """Tells a server's health of an outage once the broker has been open (a failing
-    ``open`` lost nothing: its error says why). Shared, not copied, by the per-connection
-    copies redis-py makes of its Retry."""
+    ``open`` lost nothing: its error says why), and stops ``open`` at its first failure
+    when a ``rediss://`` DSN points at a plain port. Shared, not copied, by the
+    per-connection copies redis-py makes of its Retry."""
 
-    __slots__ = ("armed", "health")
+    __slots__ = ("armed", "health", "tls")
 
-    def __init__(self, health: ServerHealth) -> None:
+    def __init__(self, health: ServerHealth, tls: tuple[str, int] | None = None) -> None:
         self.health = health
         self.armed = False
+        self.tls = tls
+        """``(host, port)`` of a ``rediss://`` DSN, else None."""
 
     def __deepcopy__(self, memo: dict[int, object]) -> OutageReporter:
         return self
@@ -119,6 +123,19 @@ class OutageReporter:
     def lost(self, error: BaseException) -> None:
         if self.armed:
             self.health.lost(describe(error))
+
+    async def first_failure(self, error: BaseException) -> None:
+        """Raise :class:`BrokerUnreachable` at once, instead of retrying for seconds, if
+        ``open``'s TLS connection failed on a port that answers plain Redis."""
+        if self.armed or self.tls is None or not may_be_plain_port(error):
+            return
+        host, port = self.tls
+        if await answers_plain_redis(host, port, CONNECT_TIMEOUT):
+            cause = f"{TLS_MISMATCH} (it answers plain Redis: use redis://, or the server's TLS port)"
+            log.debug("%s: TLS connection failed: %s", self.health.name, error, exc_info=error)
+            raise BrokerUnreachable(
+                failure_message(self.health.name, cause), address=f"{host}:{port}", cause=cause
+            ) from None
 
 
 class ReportingRetry(Retry):
@@ -148,6 +165,8 @@ class ReportingRetry(Retry):
             if failures >= 2:
                 self._reporter.lost(error)
             await fail(error, *count)
+            if failures == 1:
+                await self._reporter.first_failure(error)
 
         call: Callable[..., Awaitable[R]] = super().call_with_retry
         return await call(do, failed, *more, **options)
@@ -170,7 +189,7 @@ class RedisCore:
         self.address = address(options.url)
         self.health: ServerHealth = health_of(f"Redis at {self.address}")
         """Shared by every broker of this process on that server: one log line per outage."""
-        self.reporter = OutageReporter(self.health)
+        self.reporter = OutageReporter(self.health, tls_target(options.url))
 
     def unreachable(self, exc: BaseException) -> BrokerUnreachable:
         """The error for a command that could not reach the server; reports the outage once
@@ -180,12 +199,14 @@ class RedisCore:
         self.reporter.lost(exc)
         log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
         return BrokerUnreachable(
-            f"Redis at {self.address} is unreachable: {cause}", address=self.address, cause=cause
+            failure_message(f"Redis at {self.address}", cause), address=self.address, cause=cause
         )
 
     def translate(self, exc: RedisError | OSError) -> BrokerError:
         """The pqueue error for a driver error (the message has the cause; callers get no
         driver traceback for an unreachable server). Both transports raise through this."""
+        if isinstance(exc.__cause__, BrokerUnreachable):  # first_failure's verdict, wrapped by
+            return exc.__cause__  # redis-py's reconnect-on-send (ConnectionError(exc) from exc)
         if unreachable(exc):
             return self.unreachable(exc)
         return BrokerError(f"redis command failed: {exc}")
