@@ -28,9 +28,8 @@ ROW = {
 
 
 @pytest.fixture(autouse=True)
-def _no_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
+def _no_forced_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)  # COLUMNS: tests/conftest.py removes it
 
 
 def _header_cells(text: str) -> set[str]:
