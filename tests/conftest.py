@@ -104,6 +104,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             )
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """xdist's workers carry ``COLUMNS=80`` and ``LINES=24``, and the commands' console honours
+    ``COLUMNS``: a test (and the CLI it starts) sees what a user's pipe sees unless it sets one."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def backend(backend_name: str) -> ModuleType:
     return _BACKENDS[backend_name]

@@ -120,11 +120,10 @@ def test_reader_returns_the_jobs_a_worker_ran_with_their_timings(spark: Any, dsn
 
 @pytest.mark.parametrize("broker", [pytest.param("redis", marks=pytest.mark.redis)])
 def test_report_command_reads_the_broker_through_the_data_source(
-    spark: Any, broker: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    spark: Any, broker: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pqueue.cli import main
 
-    monkeypatch.setenv("COLUMNS", "250")
     for dsn in namespaced_dsn(broker, f"pqs{uuid.uuid4().hex[:12]}"):
         _work(dsn)
         assert main(["report", "--dsn", dsn, "--since", "1h"]) == 0

@@ -10,6 +10,7 @@ import pytest
 from pqueue.cli import main
 from pqueue.cli.serve import is_loopback
 from tests.conftest import service_url
+from tests.ports import free_port
 from tests.web.browser import serving
 from tests.web.conftest import ADMIN, bearer
 
@@ -68,3 +69,20 @@ def test_a_dsn_password_never_reaches_a_response_or_a_log(
         assert "Traceback" not in text
     assert "pq:***@" in err
     assert os.environ.get("PQUEUE_API_TOKEN") is None
+
+
+def test_serve_warns_once_at_start_when_the_broker_is_unreachable(capfd: pytest.CaptureFixture[str]) -> None:
+    """Before, ``serve`` on an unreachable broker started silently and only later requests got
+    503. Now it logs one WARNING naming the broker (never its password) and keeps serving."""
+    port = free_port()  # nothing listens there
+    dsn = f"redis://pq:hunter2-secret@127.0.0.1:{port}/13"
+    with serving(dsn, {"PQUEUE_API_TOKEN": ADMIN, "PQUEUE_LOG_LEVEL": "INFO"}, ready_path="healthz") as base:
+        health = httpx.get(base + "healthz", timeout=30)
+        ready = httpx.get(base + "readyz", timeout=30)
+    assert health.status_code == 200
+    assert ready.status_code == 503 and ready.json()["error"] == "not_ready"
+    err = capfd.readouterr().err
+    warnings = [line for line in err.splitlines() if "/readyz is 503 until it is back" in line]
+    assert len(warnings) == 1, err
+    assert "WARNING" in warnings[0] and f"redis://pq:***@127.0.0.1:{port}/13 unreachable" in warnings[0]
+    assert "hunter2-secret" not in err

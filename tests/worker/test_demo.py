@@ -33,8 +33,11 @@ QUICK = ("--timeout", "60", "--no-progress")
 COLUMNS = ("jobs", "completed", "dead", "runs", "retries", "dup acked")
 
 
-def demo(dsn: str, *, jobs: int = 300, seed: int = 3) -> tuple[str, dict[str, dict[str, int]]]:
-    """Run ``pqueue demo``; check it passed; return its output and its table's counts per job type."""
+def demo(
+    dsn: str, *, jobs: int = 300, seed: int = 3, stderr: list[str] | None = None
+) -> tuple[str, dict[str, dict[str, int]]]:
+    """Run ``pqueue demo``; check it passed; return its output and its table's counts per job
+    type (and its stderr into ``stderr``, when given)."""
     done = subprocess.run(
         [
             sys.executable,
@@ -57,6 +60,8 @@ def demo(dsn: str, *, jobs: int = 300, seed: int = 3) -> tuple[str, dict[str, di
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "OK: every one of the" in done.stdout
+    if stderr is not None:
+        stderr.append(done.stderr)
     table: dict[str, dict[str, int]] = {}
     for line in done.stdout.splitlines():
         if line.startswith("demo:"):
@@ -73,6 +78,15 @@ def test_demo_runs_and_every_job_ends_as_expected(backend_dsn: str, pqueue_open_
     assert kinds <= set(table), table
     assert table["demo:poison"]["dead"] == table["demo:poison"]["jobs"] > 0
     assert table["demo:flaky-api"]["retries"] > 0
+
+
+def test_no_progress_writes_no_progress_lines() -> None:
+    """``--no-progress`` off a terminal: before, stderr still got a progress line a second
+    (``[####....] 40/66 60% | ...``); now it gets none, and the table is still on stdout."""
+    errors: list[str] = []
+    out, table = demo(f"memory://quiet-{random.getrandbits(32):x}", jobs=60, stderr=errors)
+    assert "jobs/s" not in errors[0] and "[#" not in errors[0] and "[." not in errors[0], errors[0]
+    assert "job type" in out and table["demo:reminder"]["jobs"] > 0
 
 
 @pytest.mark.slow

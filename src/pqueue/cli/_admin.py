@@ -20,20 +20,17 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+# Re-exported: every command draws its tables on this one console (issue 30).
+from pqueue.cli._console import console as console  # noqa: PLC0414
+from pqueue.cli._console import rich_module as rich_module  # noqa: PLC0414
 from pqueue.cli._options import add_flag, resolve
 from pqueue.durations import format_duration
 from pqueue.errors import ConfigError, InvalidRequest
-from pqueue.extras import install_hint
 from pqueue.ids import is_job_id
 from pqueue.spec import validate_queue_name
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from pqueue.sync import Client
-
-WIDE = 160
-"""Columns of a table written to a pipe or file (job ids are never folded there)."""
 
 
 def command_parser(
@@ -75,22 +72,6 @@ def open_client(args: argparse.Namespace) -> Iterator[Client]:
 def emit_json(data: Any) -> None:
     """Write ``data`` as the command's one JSON document."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def console() -> Console:
-    """A rich console on stdout: the terminal's width, or :data:`WIDE` columns in a pipe."""
-    made: Console = rich_module("rich.console").Console(width=None if sys.stdout.isatty() else WIDE)
-    return made
-
-
-def rich_module(name: str) -> Any:
-    """Import a rich module, or say how to install it (it is an optional extra)."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        raise ConfigError(f"tables need rich: {install_hint('cli')}; or use --json") from None
 
 
 def queue_filter(name: str | None) -> str | None:
@@ -136,8 +117,7 @@ def progress(description: str, total: int, *, show: bool) -> Iterator[Callable[[
         yield lambda done: None
         return
     rich_progress = rich_module("rich.progress")
-    Console = rich_module("rich.console").Console  # noqa: N806
-    with rich_progress.Progress(console=Console(stderr=True), transient=True) as bar:
+    with rich_progress.Progress(console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda done: bar.advance(task, done)
 

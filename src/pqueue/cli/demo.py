@@ -16,7 +16,8 @@ DESCRIPTION = """\
 Run a pool of workers over a realistic mix of jobs: fast and slow, sync and async,
 flaky ones that succeed after retries, poison ones that end in the dead-letter queue,
 delayed ones, unique duplicates refused at enqueue, and a charge delivered twice under
-one idempotency key. Shows live progress, then a table of outcomes and timings, and
+one idempotency key. Shows progress on stderr (a live bar on a terminal, a line a second
+elsewhere; --no-progress: none), then a table of outcomes and timings, and
 exits 0 only if every job ended in its expected state. Runs on memory:// by default;
 --dsn points it at Redis or Postgres (it uses its own demo.* queues). Each run's unique
 and idempotency keys carry its run id, so runs on the same broker never meet.
@@ -36,7 +37,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--concurrency", type=positive_int, default=32, help="slots per worker (default: 32)")
     parser.add_argument("--timeout", type=float, default=120.0, help="give up after this many seconds")
     parser.add_argument("--seed", type=int, default=None, help="make the mix reproducible")
-    parser.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress on stderr: neither the live bar nor, off a terminal, a line a second",
+    )
     add_flag(parser, "--log-level", type=log_level, default="ERROR", help="log level while it runs")
     parser.set_defaults(func=run)
 
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         f"pqueue demo run {run_id}: about {args.jobs} jobs on {redact(args.dsn)}, "
         f"{args.workers} workers x {args.concurrency}"
     )
-    live = not args.no_progress and sys.stderr.isatty()
+    live = sys.stderr.isatty()
     result = asyncio.run(
         run_demo(
             args.dsn,
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             seed=args.seed,
             run_id=run_id,
-            out=sys.stderr,
+            out=None if args.no_progress else sys.stderr,
             live=live,
         )
     )

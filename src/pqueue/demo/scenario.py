@@ -146,7 +146,7 @@ async def run_demo(
     timeout: float = 120.0,
     seed: int | None = None,
     run_id: str | None = None,
-    out: TextIO,
+    out: TextIO | None,
     live: bool,
 ) -> DemoResult:
     """Enqueue the mix on ``dsn``, run ``workers`` workers until every job is settled, verify.
@@ -154,7 +154,9 @@ async def run_demo(
     ``run_id`` (a fresh random one by default) scopes the run's unique and idempotency
     keys, so runs on the same broker never meet each other's keys. The mix is the same
     for the same ``seed``. Returns what was seen; ``result.ok`` is False if a job ended in
-    the wrong state or ``timeout`` seconds passed before all were settled.
+    the wrong state or ``timeout`` seconds passed before all were settled. Progress goes
+    to ``out``: a bar redrawn in place when ``live``, a line a second otherwise, nothing
+    when ``out`` is None.
     """
     run_id = run_id or new_run_id()
     plan = make_plan(jobs, random.Random(seed), run_id)
@@ -183,15 +185,18 @@ async def run_demo(
         ]
         started = time.perf_counter()
         serving = [asyncio.create_task(worker.serve()) for worker in pool]
-        progress = Progress(len(results), out, live=live)
+        progress = Progress(len(results), out, live=live) if out is not None else None
         deadline = started + timeout
         try:
             while tracker.final < len(results) and time.perf_counter() < deadline:
-                progress.update(tracker.final, tracker.outcomes)
+                if progress is not None:
+                    progress.update(tracker.final, tracker.outcomes)
                 await asyncio.sleep(0.1)
-            progress.update(tracker.final, tracker.outcomes)
+            if progress is not None:
+                progress.update(tracker.final, tracker.outcomes)
         finally:
-            progress.close()
+            if progress is not None:
+                progress.close()
             for worker in pool:
                 worker.stop()
             await asyncio.gather(*serving)

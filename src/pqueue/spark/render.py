@@ -11,7 +11,10 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -41,12 +44,15 @@ def cell(column: str, value: Any) -> str:
     return str(value)
 
 
-def print_tables(tables: Mapping[str, Rows]) -> None:
-    """Print the report's tables with rich."""
-    from rich.console import Console
+def print_tables(tables: Mapping[str, Rows], *, console: Console | None = None) -> None:
+    """Print the report's tables with rich, on ``console`` or the commands' own one
+    (:func:`pqueue.cli._console.console`: the terminal's width, or wide in a pipe)."""
     from rich.table import Table
 
-    console = Console()
+    if console is None:
+        from pqueue.cli._console import console as command_console
+
+        console = command_console()
     for title, key, columns in TABLES:
         table = Table(title=title, title_justify="left")
         for column in columns:

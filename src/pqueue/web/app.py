@@ -7,7 +7,6 @@ and the dashboard's login work.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from pqueue import __version__
 from pqueue.client import AsyncClient
 from pqueue.metrics import JobMetrics
-from pqueue.web import errors
+from pqueue.web import errors, probes
 from pqueue.web.api import build_router
 from pqueue.web.control import build_control_router
 from pqueue.web.fast import FastEnqueue
@@ -43,8 +42,8 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-READY_TIMEOUT = 3.0
-"""Seconds ``/readyz`` waits for the broker: a probe must answer before its own timeout."""
+READY_TIMEOUT = probes.READY_TIMEOUT
+"""Seconds ``/readyz`` waits for the broker (kept here for those who imported it)."""
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "Malformed JSON."},
@@ -75,6 +74,8 @@ def create_app(
     ``middleware=[pqueue.metrics.JobMetrics(registry)]`` with the same ``registry`` to
     count enqueues. ``token``/``read_token``/``insecure_no_auth``/``metrics_public`` are
     shortcuts for :class:`WebSettings` fields; ``settings`` sets the limits too.
+    When served, the app checks the broker once at start and logs one WARNING if it is not
+    ready (it serves anyway; ``/readyz`` answers 503 until the broker is back).
     Raises :class:`~pqueue.errors.ConfigError` without a token unless ``insecure_no_auth``.
     """
     settings = settings or WebSettings(
@@ -88,6 +89,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await probes.warn_if_not_ready(client)  # at most READY_TIMEOUT; then serve regardless
         yield
         if owned:
             await client.close()
@@ -132,14 +134,9 @@ def _probes_and_metrics(app: FastAPI, client: AsyncClient, page: MetricsPage) ->
     @app.get("/readyz", response_model=HealthOut, tags=["probes"], summary="Readiness: the broker answers")
     async def readyz() -> Response:
         try:
-            async with asyncio.timeout(READY_TIMEOUT):
-                checked = await client.health()
-        except TimeoutError:
-            return errors.error_body(
-                503, "not_ready", f"the broker did not answer within {READY_TIMEOUT:g} s"
-            )
-        except Exception as exc:  # noqa: BLE001 - not ready is an answer, whatever the cause
-            return errors.error_body(503, "not_ready", f"{type(exc).__name__}: {exc}")
+            checked = await probes.readiness(client)
+        except probes.NotReady as problem:
+            return errors.error_body(503, "not_ready", str(problem))
         return JSONResponse({"status": "ok", "checked": checked})
 
     @app.get(
