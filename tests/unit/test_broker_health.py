@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -33,6 +34,25 @@ def test_an_outage_logs_one_warning_with_its_cause_and_one_info_with_its_length(
     assert records[1][0] == "INFO"
     assert records[1][1].startswith("Redis at 127.0.0.1:1 is back after ")
     assert records[1][1].endswith("s (it was gone: connection refused)")
+
+
+def test_a_reply_to_a_command_sent_before_the_outage_does_not_end_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stopping server finishes a statement while it closes the other connections: that
+    reply must not log "back", or the next refusal logs the same outage a second time
+    (seen as three WARNINGs for two Postgres restarts)."""
+    health = ServerHealth("Postgres at 127.0.0.1:1")
+    sent_before = time.monotonic()
+    with caplog.at_level(logging.DEBUG, logger="pqueue.broker"):
+        health.lost("server closed the connection")
+        health.ok(sent_before)  # in flight when the server went: says nothing
+        health.lost("connection refused")  # the same outage
+        assert health.down
+        health.ok(time.monotonic())  # sent after the outage was noticed: the server is back
+    levels = [r.levelname for r in caplog.records]
+    assert levels == ["WARNING", "INFO"]
+    assert not health.down
 
 
 def test_every_broker_of_a_process_shares_one_health_per_server() -> None:

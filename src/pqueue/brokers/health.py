@@ -179,9 +179,16 @@ class ServerHealth:
             self.down_since, self.cause = time.monotonic(), cause
         log.warning("lost %s (%s); retrying until it is back", self.name, cause)
 
-    def ok(self) -> None:
-        """A command went through; the first one after an outage logs how long it lasted."""
-        if self.down_since is None:
+    def ok(self, sent_at: float | None = None) -> None:
+        """A command went through; the first one after an outage logs how long it lasted.
+
+        ``sent_at`` (``time.monotonic()`` when the command was sent): a reply to a command
+        sent before the outage was noticed says nothing about the server being back (a
+        statement a stopping server finishes while it closes its other connections), so it
+        neither ends the outage nor lets the next failure log it again.
+        """
+        down = self.down_since
+        if down is None or (sent_at is not None and sent_at < down):
             return
         with self._lock:
             since, self.down_since = self.down_since, None

@@ -238,20 +238,23 @@ class Database:
         with self._translated:
             if self._stale:
                 await self._revive()
+            sent_at = time.monotonic()
             try:
                 result = await self._once(query, params, prepare, as_dicts)
             except _ConnectionLost as lost:
                 log.debug("pqueue: connection lost (%s); probing the server", lost.error)
                 self._stale = True
                 await self._revive()
+                sent_at = time.monotonic()
                 result = await self._retry(query, params, prepare, as_dicts)
             except PoolTimeout:
                 await self.probe()  # the server is down (say so), or the pool is just busy (re-raise)
                 raise
             except _RETRYABLE as exc:
                 log.info("pqueue: retrying a statement after %s", type(exc).__name__)
+                sent_at = time.monotonic()
                 result = await self._retry(query, params, prepare, as_dicts)
-            self.health.ok()
+            self.health.ok(sent_at)
             return result
 
     async def _retry(self, query: LiteralString, params: Params, prepare: bool, as_dicts: bool) -> list[Any]:
@@ -297,9 +300,10 @@ class Database:
         """One pooled connection in one transaction: committed when the block ends, rolled
         back if it raises (statements several calls must store all or nothing)."""
         with self._translated:
+            sent_at = time.monotonic()
             async with self._pool.connection() as conn, conn.transaction():
                 yield conn
-            self.health.ok()
+            self.health.ok(sent_at)
 
     async def stream(
         self, query: LiteralString, params: Params, *, size: int

@@ -11,6 +11,7 @@ retries and reports the outage once, as it always did (ADR 0120).
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
@@ -68,8 +69,9 @@ class PostgresSyncTransport(StepsTransport[Statement, Rows]):
 
     def run(self, steps: Steps[Statement, Rows, T]) -> T:
         """Drive one operation's steps here; errors are translated as the broker's are."""
+        sent_at = time.monotonic()
         result = run_sync(steps, self._execute)
-        self.broker.db.health.ok()
+        self.broker.db.health.ok(sent_at)
         return result
 
     def _execute(self, statement: Statement) -> Rows:

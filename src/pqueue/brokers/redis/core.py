@@ -7,6 +7,7 @@ import functools
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
@@ -72,6 +73,7 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         core: RedisCore = args[0]  # type: ignore[assignment]
         task = asyncio.current_task()
         cancels = task.cancelling() if task is not None else 0
+        sent_at = time.monotonic()
         try:
             result = await fn(*args, **kwargs)
         except PQueueError:
@@ -81,7 +83,7 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             honour_lost_cancel(task, cancels)
             raise core.translate(exc) from (None if unreachable(exc) else exc)
         honour_lost_cancel(task, cancels)
-        core.health.ok()
+        core.health.ok(sent_at)
         return result
 
     return wrapper

@@ -9,6 +9,7 @@ retries, reports the outage once and raises as it always did (ADR 0120).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -79,13 +80,14 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         return self._run(steps, self._send)
 
     def _run(self, steps: Steps[list[Command], list[Any], T], send: Send) -> T:
+        sent_at = time.monotonic()
         try:
             result = run_sync(steps, send)
         except (RedisError, OSError) as exc:
             if unreachable(exc):
                 raise Hop(f"redis at {self.broker.address}: {exc}") from exc
             raise self.broker.translate(exc) from exc
-        self.broker.health.ok()
+        self.broker.health.ok(sent_at)
         return result
 
     def _send(self, commands: list[Command]) -> list[Any]:
