@@ -89,6 +89,17 @@ async def _until(predicate: Callable[[], object]) -> None:
     raise AssertionError("the hub never got there")
 
 
+def _fails_first(link: FakeLink, failures: list[Exception]) -> None:
+    """Make ``link`` raise each of ``failures`` in turn before it connects."""
+
+    async def connect(hub: Hub) -> FakeSession:
+        if failures:
+            raise failures.pop()
+        return await FakeLink.connect(link, hub)
+
+    link.connect = connect  # type: ignore[method-assign]
+
+
 @pytest.fixture(autouse=True)
 def _fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hub_module, "MIN_BACKOFF", 0.001)
@@ -149,14 +160,7 @@ async def test_a_channel_unregistered_is_no_longer_listened_to_or_delivered() ->
 
 async def test_failed_attempts_back_off_and_report_each_loss_until_one_connects() -> None:
     link = FakeLink()
-    failures = [Lost("connection refused")] * 3
-
-    async def connect(hub: Hub) -> FakeSession:
-        if failures:
-            raise failures.pop()
-        return await FakeLink.connect(link, hub)
-
-    link.connect = connect  # type: ignore[method-assign]
+    _fails_first(link, [Lost("connection refused")] * 3)
     hub = Hub(link, name="test-hub")
     hub.register("wake", Part().on_message)
     assert await hub.start(5) is True
@@ -168,14 +172,7 @@ async def test_an_unexpected_failure_logs_its_traceback_once_until_a_connection_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     link = FakeLink()
-    failures: list[Exception] = [RuntimeError("bug in the driver")] * 5
-
-    async def connect(hub: Hub) -> FakeSession:
-        if failures:
-            raise failures.pop()
-        return await FakeLink.connect(link, hub)
-
-    link.connect = connect  # type: ignore[method-assign]
+    _fails_first(link, [RuntimeError("bug in the driver")] * 5)
     hub = Hub(link, name="test-hub")
     hub.register("wake", Part().on_message)
     with caplog.at_level("DEBUG", logger=hub_module.log.name):
