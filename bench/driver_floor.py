@@ -25,10 +25,14 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pqueue import Client
 from pqueue.job import JobSpec
 from pqueue.spec import build_spec
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 TYPE, QUEUE = "bench:noop", "bench"
 REDIS = "redis://127.0.0.1:6379/3"
@@ -48,23 +52,37 @@ def _timed(calls: int, run: Callable[[], None]) -> tuple[float, float]:
     return calls / wall, cpu / calls * 1e6
 
 
-def redis_round(dsn: str, n: int) -> dict[str, tuple[float, float]]:
-    """One round on a fresh prefix: the bare redis-py call, then ``Client.enqueue``."""
-    from redis import Redis
-
+def redis_script_calls(redis: Redis, prefix: str, n: int) -> list[tuple[object, ...]]:
+    """n single-job enqueue script calls under ``prefix``, built as the sync Client builds
+    them (the script loaded first), ready for ``execute_command``."""
     from pqueue.brokers.redis import calls
     from pqueue.brokers.redis.keys import queue_keys
     from pqueue.brokers.redis.scripts import SOURCES
 
+    redis.script_load(SOURCES["enqueue"])
+    keys = queue_keys(prefix, QUEUE)
+    return [
+        calls.enqueue(keys, [spec], "", f"{prefix}:wake", f"{prefix}:handoff:").command()
+        for spec in _specs(n)
+    ]
+
+
+def unlink_prefixes(redis: Redis, prefix: str) -> None:
+    """Remove the keys of a round: the bare calls' ``prefix`` and the Client's ``prefix + "c"``."""
+    for pattern in (f"{prefix}:*", f"{prefix}c:*"):
+        found = list(redis.scan_iter(match=pattern, count=1000))
+        for start in range(0, len(found), 1000):
+            redis.unlink(*found[start : start + 1000])
+
+
+def redis_round(dsn: str, n: int) -> dict[str, tuple[float, float]]:
+    """One round on a fresh prefix: the bare redis-py call, then ``Client.enqueue``."""
+    from redis import Redis
+
     prefix = f"pqfloor{uuid.uuid4().hex[:8]}"
     redis = Redis.from_url(dsn)
     try:
-        redis.script_load(SOURCES["enqueue"])
-        keys = queue_keys(prefix, QUEUE)
-        commands = [
-            calls.enqueue(keys, [spec], "", f"{prefix}:wake", f"{prefix}:handoff:").command()
-            for spec in _specs(n)
-        ]
+        commands = redis_script_calls(redis, prefix, n)
         execute = redis.execute_command
 
         def bare() -> None:
@@ -77,10 +95,7 @@ def redis_round(dsn: str, n: int) -> dict[str, tuple[float, float]]:
             figures["pqueue sync Client.enqueue"] = _timed(n, lambda: _enqueue_n(client, n))
         return figures
     finally:
-        for pattern in (f"{prefix}:*", f"{prefix}c:*"):
-            found = list(redis.scan_iter(match=pattern, count=1000))
-            for start in range(0, len(found), 1000):
-                redis.unlink(*found[start : start + 1000])
+        unlink_prefixes(redis, prefix)
         redis.close()
 
 

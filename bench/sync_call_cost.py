@@ -19,15 +19,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+from driver_floor import QUEUE, TYPE, redis_script_calls, unlink_prefixes  # bench/, beside this file
 from redis import Redis
 
 from pqueue import Client
-from pqueue.brokers.redis import calls
-from pqueue.brokers.redis.keys import queue_keys
-from pqueue.brokers.redis.scripts import SOURCES
-from pqueue.spec import build_spec
 
-TYPE, QUEUE, CALLS = "bench:noop", "bench", 2000
+CALLS = 2000
 
 
 def _cpu_per_call(run: Callable[[], object]) -> float:
@@ -52,35 +49,19 @@ def main() -> None:
     args = parser.parse_args()
     prefix = f"pqcost{uuid.uuid4().hex[:8]}"
     redis = Redis.from_url(args.dsn)
-    redis.script_load(SOURCES["enqueue"])
-    keys = queue_keys(prefix, QUEUE)
     floor: list[float] = []
     client_cpu: list[float] = []
     try:
         with Client(f"{args.dsn}?prefix={prefix}c") as client:
             client.enqueue(TYPE, 0.0, queue=QUEUE, max_retries=0)  # warm, not timed
             for _ in range(args.reps):
-                commands = iter(
-                    [
-                        calls.enqueue(
-                            keys,
-                            [build_spec(TYPE, time.time(), queue=QUEUE, max_retries=0)],
-                            "",
-                            f"{prefix}:wake",
-                            f"{prefix}:handoff:",
-                        ).command()
-                        for _ in range(CALLS)
-                    ]
-                )
+                commands = iter(redis_script_calls(redis, prefix, CALLS))
                 floor.append(_cpu_per_call(_sender(redis, commands)))
                 client_cpu.append(
                     _cpu_per_call(lambda: client.enqueue(TYPE, time.time(), queue=QUEUE, max_retries=0))
                 )
     finally:
-        for pattern in (f"{prefix}:*", f"{prefix}c:*"):
-            found = list(redis.scan_iter(match=pattern, count=1000))
-            for start in range(0, len(found), 1000):
-                redis.unlink(*found[start : start + 1000])
+        unlink_prefixes(redis, prefix)
         redis.close()
     for name, cpus in (("redis-py alone", floor), ("Client.enqueue", client_cpu)):
         print(f"{name}: client CPU median {statistics.median(cpus):.1f} µs/call, min {min(cpus):.1f}")
