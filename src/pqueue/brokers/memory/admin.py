@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from pqueue.broker import JobPage, JobScan, QueueActivity, WorkerInfo, in_slice
 from pqueue.broker_control import CANCEL_KIND
 from pqueue.brokers.memory.records import Record
-from pqueue.errors import JobNotFound
 from pqueue.job import ErrorInfo, Job, JobStatus, append_error
 from pqueue.limits import LimitState
 
@@ -38,9 +37,7 @@ class Admin:
         store = self._store
         with store.lock:
             store.promote_due(store.clock.now())
-            rec = store.jobs.get(job_id)
-            if rec is None:
-                raise JobNotFound(f"no job with id {job_id!r}")
+            rec = store.record(job_id)
             return rec.to_job()
 
     def counts(self) -> dict[str, dict[JobStatus, int]]:
@@ -173,9 +170,7 @@ class Admin:
         store = self._store
         now = store.clock.now()
         with store.lock:
-            rec = store.jobs.get(job_id)
-            if rec is None:
-                raise JobNotFound(f"no job with id {job_id!r}")
+            rec = store.record(job_id)
             if not rec.status.is_waiting and rec.status is not JobStatus.WAITING:
                 return False
             rec.unfinished = None
@@ -187,9 +182,7 @@ class Admin:
         store = self._store
         now = store.clock.now()
         with store.lock:
-            rec = store.jobs.get(job_id)
-            if rec is None:
-                raise JobNotFound(f"no job with id {job_id!r}")
+            rec = store.record(job_id)
             if rec.status is not JobStatus.ACTIVE:
                 return False
             note = ErrorInfo(CANCEL_KIND, reason, attempt=rec.attempt, at=now)

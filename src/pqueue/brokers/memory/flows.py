@@ -74,9 +74,7 @@ class Flows:
     def watch(self, job_id: str, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> Job | None:
         """The job if it is finished; else ``event`` is set (on ``loop``) when it finishes."""
         with self._store.lock:
-            rec = self._store.jobs.get(job_id)
-            if rec is None:
-                raise JobNotFound(f"no job with id {job_id!r}")
+            rec = self._store.record(job_id)
             if rec.status.is_final:
                 return rec.to_job()
             self._watchers.setdefault(job_id, []).append((loop, event))

@@ -30,6 +30,7 @@ from pqueue.brokers.memory.limited import LimitGroups
 from pqueue.brokers.memory.records import Record
 from pqueue.brokers.memory.waiters import Waiters
 from pqueue.clock import Clock
+from pqueue.errors import JobNotFound
 from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, JobStatus, Lease, append_error
 
 _Entry = tuple[float, int, str]  # (run_at, order, job id)
@@ -112,6 +113,13 @@ class MemoryStore:
                 self.set_status(rec, JobStatus.PENDING)
                 moved += 1
         return moved
+
+    def record(self, job_id: str) -> Record:
+        """The job's record (call with :attr:`lock` held); :class:`JobNotFound` if none."""
+        rec = self.jobs.get(job_id)
+        if rec is None:
+            raise JobNotFound(f"no job with id {job_id!r}")
+        return rec
 
     def finish(self, rec: Record, status: JobStatus, now: float) -> None:
         """End ``rec`` in a final status; its children and result waiters hear of it."""
