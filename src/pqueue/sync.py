@@ -224,7 +224,7 @@ class Client:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
         except _SAID_IN_ONE_LINE as error:
-            error.with_traceback(None)  # the caller's frames only: the message says it all
+            _caller_frames_only(error)
             raise
 
     def _on_loop(
@@ -291,7 +291,7 @@ class Client:
                 raise ClientClosed("pqueue.Client was closed while this call was in flight") from None
             raise
         except _SAID_IN_ONE_LINE as error:
-            error.with_traceback(None)  # the caller's frames only: the message says it all
+            _caller_frames_only(error)
             raise
 
     def open(self) -> None:
