@@ -20,8 +20,9 @@ _SPEC = importlib.util.find_spec("pqueue")
 assert _SPEC is not None and _SPEC.origin is not None
 SRC = Path(_SPEC.origin).parent
 BACKENDS = ("pqueue.brokers.redis", "pqueue.brokers.postgres", "pqueue.brokers.memory")
-OWN_COMMANDS = {"pqueue.cli.migrate"}
-"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command."""
+OWN_COMMANDS = {"pqueue.cli.migrate", "pqueue.testing.plugin"}
+"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command,
+and the pytest plugin's ``pqueue_memory_dsn`` drops the memory store it made."""
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
