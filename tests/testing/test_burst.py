@@ -124,3 +124,19 @@ async def test_every_backend(backend_dsn: str) -> None:
         result = await run_until_empty_async(client, router)
         assert [r.job.type for r in result.with_outcome(Outcome.COMPLETED)] == ["order:place", "order:ship"]
     router.close()
+
+
+def test_children_run_once_their_parents_completed(pqueue_client: Client) -> None:
+    router = Router()
+    order: list[str] = []
+
+    @router.task("step")
+    def step(job: Job) -> str:
+        order.append(job.payload)
+        return str(job.payload)
+
+    parent = pqueue_client.enqueue("step", "parent")
+    child = pqueue_client.enqueue("step", "child", depends_on=[parent.id])
+    result = run_until_empty(pqueue_client, router)
+    assert order == ["parent", "child"] and result.outcomes == {Outcome.COMPLETED: 2}
+    assert pqueue_client.get_job(child.id).status is JobStatus.COMPLETED
