@@ -80,6 +80,13 @@ class Autoscaler:
         self._failing = False
         minimum, maximum, concurrency = self._bounds
         size = self.supervisor.target
+        log.debug(
+            "autoscale sample: %d waiting, %d running, oldest %.1fs; %d processes",
+            signal.waiting,
+            signal.running,
+            signal.oldest,
+            size,
+        )
         decision = decide(
             signal, Pool(size, minimum, maximum, concurrency), self._memory, self._thresholds, self._clock()
         )
