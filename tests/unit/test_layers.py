@@ -26,7 +26,7 @@ OWN_COMMANDS = {"pqueue.cli.migrate"}
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
         "errors", "clock", "durations", "ids", "extras", "suggest", "steps", "loops", "cancellation",
-        "supervisor",
+        "supervisor", "autoscale",
     ),
     "model": (
         "job", "spec", "limits", "retry", "priority", "outcome", "task", "options", "periodic", "workflow",
@@ -38,7 +38,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing",
+        "testing", "autoscaler",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""
