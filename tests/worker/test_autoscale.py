@@ -143,11 +143,11 @@ async def test_a_retiring_process_holding_jobs_drains_them_or_loses_nothing_when
     assert code == 0, "\n".join(log.lines)
     starts, ends, pids = runs(record)
     assert ends == dict.fromkeys(ids, 1), "a job was lost or finished twice"
-    if end == "drained":  # no attempt burnt: each job ran once, where it started
+    if end == "drained":  # no attempt burnt: each job ran once, in the process that took it
         assert starts == dict.fromkeys(ids, 1)
-    else:  # the killed process's jobs ran again in the first one, once each
-        assert all(pids[job_id] == [second, first] for job_id in held[second]), pids
-    assert len(log.matching(r"worker process \d started")) == 2, "a retired process was restarted"
+        assert len(log.matching(r"worker process \d started")) == 2, "a retired process was restarted"
+    else:  # the killed process's jobs ran again elsewhere (its slot was not restarted), once each
+        assert all(pids[j][0] == second and len(pids[j]) == 2 and pids[j][1] != second for j in held[second])
 
 
 @only_backends("redis", "postgres")
@@ -155,15 +155,18 @@ async def test_a_burst_cleared_quickly_starts_no_process(
     backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
 ) -> None:
     record = tmp_path / "runs.log"
-    # The default thresholds (pressure must last 2 s); DEBUG shows each sample the rule read.
+    # Pressure must last 3 s (default 2 s; a margin for a loaded CI machine). 24 jobs of
+    # 100 ms on 4 slots keep 4 or more waiting for about half a second: samples (every
+    # 0.1 s, logged at DEBUG) see the pressure, which ends before it has lasted.
     parent, log = start_pool(
-        backend_dsn, record, "--autoscale", "1:3", "--concurrency", "4", "--log-level", "DEBUG"
-    )
+        backend_dsn, record, "--autoscale", "1:3", "--concurrency", "4", "--autoscale-up-after", "3",
+        "--log-level", "DEBUG",
+    )  # fmt: skip
     try:
         await seen(log, r"worker \S+ started on", what="the first worker process")
         async with AsyncClient(backend_dsn) as client:
-            await client.enqueue_many([Task("scale:quick") for _ in range(40)])
-            await completed(client, 40)
+            await client.enqueue_many([Task("scale:quick", 0.1) for _ in range(24)])
+            await completed(client, 24)
             after = len(log.lines)
             await eventually(
                 lambda: any("autoscale sample: 0 waiting, 0 running" in line for line in log.lines[after:]),
@@ -173,5 +176,7 @@ async def test_a_burst_cleared_quickly_starts_no_process(
     finally:
         code = await stop_pool(parent, log)
     assert code == 0, "\n".join(log.lines)
-    assert not log.matching(r"autoscale up"), "a burst of 40 short jobs started a process"
+    pressure = [int(m.group(1)) for m in log.matching(r"autoscale sample: (\d+) waiting")]
+    assert max(pressure) >= 4, "no sample saw the burst: the test proves nothing"
+    assert not log.matching(r"autoscale up"), "a burst of 24 short jobs started a process"
     assert len(log.matching(r"worker process \d started")) == 1
