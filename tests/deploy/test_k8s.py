@@ -179,3 +179,40 @@ async def _due_and_running(dsn: str) -> int:
 def test_the_vendored_crd_is_keda_s(tmp_path: Path) -> None:
     text = (K8S / "schemas" / "keda.sh_scaledobjects.yaml").read_text()
     assert "kedacore/keda v2.20.2" in text and "name: scaledobjects.keda.sh" in text
+
+
+def test_the_kustomization_renders_manifests_that_validate() -> None:
+    import shutil
+    import subprocess
+
+    import yaml
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed: the kustomization's files are validated one by one above")
+    done = subprocess.run(
+        [kubectl, "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    for resource in rendered:
+        validate(resource)
+        assert resource["metadata"]["labels"]["app.kubernetes.io/part-of"] == "pqueue"
+    assert sorted(r["kind"] for r in rendered) == sorted(
+        [
+            "Secret",
+            "Deployment",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "PodDisruptionBudget",
+            "ScaledObject",
+        ]
+    )
+    images = {
+        c["image"]
+        for r in rendered
+        if r["kind"] == "Deployment"
+        for c in r["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {"registry.example.com/pqueue-shopapp:1.0"}
