@@ -49,7 +49,11 @@ async def stop_pool(parent: subprocess.Popen[str], log: StderrLines) -> int:
 
 
 async def seen(log: StderrLines, pattern: str, count: int = 1, what: str = "") -> None:
-    await eventually(lambda: len(log.matching(pattern)) >= count, timeout=60, what=what or pattern)
+    try:
+        await eventually(lambda: len(log.matching(pattern)) >= count, timeout=60, what=what or pattern)
+    except pytest.fail.Exception:
+        print("\n".join(log.lines[-40:]))  # the pool's log, in the failure report
+        raise
 
 
 async def completed(client: AsyncClient, n: int) -> None:

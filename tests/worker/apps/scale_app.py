@@ -27,7 +27,7 @@ async def hold(job: Job) -> None:
     while loop.time() < deadline:
         if (gate / job.id).exists() or (gate / "all").exists():
             break
-        await asyncio.sleep(float(job.payload or 0.02))
+        await asyncio.sleep(0.02)
     record("end", job)
 
 
