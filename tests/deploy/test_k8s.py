@@ -216,3 +216,25 @@ def test_the_kustomization_renders_manifests_that_validate() -> None:
         for c in r["spec"]["template"]["spec"]["containers"]
     }
     assert images == {"registry.example.com/pqueue-shopapp:1.0"}
+
+
+@pytest.mark.parametrize("name", ["worker.yaml", "serve.yaml"])
+def test_the_containers_commands_and_variables_are_pqueue_s(name: str) -> None:
+    """The arguments parse with the real CLI, and every PQUEUE_* variable is one a flag of
+    that command reads (a typo would be ignored silently in a cluster)."""
+    from pqueue.cli import build_parser
+    from pqueue.cli._options import env_name
+
+    [container] = kind(name, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(container["args"])
+    parser = build_parser()._subparsers._group_actions[0].choices[container["args"][0]]  # type: ignore[union-attr]
+    known = {
+        env_name(flag)
+        for action in parser._actions
+        for flag in action.option_strings
+        if flag.startswith("--")
+    }
+    known |= {"PQUEUE_ROUTER", "PQUEUE_METRICS_TOKEN", "PQUEUE_API_TOKEN", "PQUEUE_LOG_FORMAT"}
+    used = {v for v in env(container) if v.startswith("PQUEUE_") and not v.startswith("PQUEUE_KEDA_")}
+    assert used <= known, used - known
+    assert args.command == container["args"][0]
