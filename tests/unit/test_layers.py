@@ -27,7 +27,7 @@ and the pytest plugin's ``pqueue_memory_dsn`` drops the memory store it made."""
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
         "errors", "clock", "durations", "ids", "extras", "suggest", "steps", "loops", "cancellation",
-        "supervisor",
+        "supervisor", "autoscale",
     ),
     "model": (
         "job", "spec", "limits", "retry", "priority", "outcome", "task", "options", "periodic", "workflow",
@@ -39,7 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing",
+        "testing", "autoscaler",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""
