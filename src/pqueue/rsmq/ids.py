@@ -1,0 +1,26 @@
+"""RSMQ message ids: 10 base-36 characters of the server's microsecond time, then 22
+random characters of ``[A-Za-z0-9]``.
+
+The time part is made in Lua from Redis ``TIME`` (``lua/_lib.lua``), the random part
+here (Lua's random numbers in Redis are seeded the same on every call). ``sent`` is the
+time part decoded, in milliseconds with a fraction, as the reference client reports it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits
+RANDOM_LENGTH = 22
+
+
+def random_part() -> str:
+    """The 22 random characters that follow the time in an id."""
+    choice = secrets.choice
+    return "".join(choice(ALPHABET) for _ in range(RANDOM_LENGTH))
+
+
+def sent_ms(message_id: str) -> float:
+    """When the message was sent, in epoch milliseconds (from its id's first 10 characters)."""
+    return int(message_id[:10], 36) / 1000

@@ -1,0 +1,106 @@
+"""The I/O under the RSMQ operations: one request to Redis, blocking or awaited.
+
+Both transports send a :class:`~pqueue.rsmq.core.Script` by ``EVALSHA`` (``EVAL`` after a
+``NOSCRIPT``, which also caches it again) and a :class:`~pqueue.rsmq.core.Command` as it
+is, and translate driver errors the same way (:meth:`Link.translate`): an unreachable
+server is :class:`~pqueue.errors.BrokerUnreachable`, logged once per outage by the
+process's :class:`~pqueue.brokers.health.ServerHealth` of that server, as pqueue's
+brokers do; any other refusal is an :class:`~pqueue.rsmq.RsmqError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import NoScriptError, RedisError
+
+from pqueue.brokers.health import describe, failure_message, health_of
+from pqueue.brokers.redis.core import address, unreachable
+from pqueue.errors import BrokerUnreachable, PQueueError
+from pqueue.rsmq import scripts
+from pqueue.rsmq.core import Command, Request, Script
+from pqueue.rsmq.errors import RsmqError
+
+log = logging.getLogger("pqueue.rsmq")
+
+CLIENT_OPTIONS: dict[str, Any] = {"decode_responses": True, "encoding_errors": "surrogateescape"}
+"""Replies as ``str``; a body that is not UTF-8 (another client's bytes) survives as
+surrogate escapes and is written back byte for byte (ADR 0144)."""
+
+
+def _eval_args(request: Script, *, by_sha: bool) -> tuple[Any, ...]:
+    source = scripts.source(request.name)
+    head = ("EVALSHA", source.sha) if by_sha else ("EVAL", source.text)
+    return (*head, len(request.keys), *request.keys, *request.args)
+
+
+class Link:
+    """What both transports share: the server's address and health, and error translation."""
+
+    def __init__(self, dsn: str) -> None:
+        self.address = address(dsn)
+        self.health = health_of(f"Redis at {self.address}")
+
+    def translate(self, exc: RedisError | OSError) -> PQueueError:
+        """The pqueue error for a driver error (no driver traceback for an outage)."""
+        if unreachable(exc):
+            cause = describe(exc)
+            self.health.lost(cause)
+            log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
+            return BrokerUnreachable(
+                failure_message(f"Redis at {self.address}", cause), address=self.address, cause=cause
+            )
+        return RsmqError(f"redis command failed: {exc}")
+
+
+class SyncTransport(Link):
+    """Blocking requests on a redis-py client (its own connection pool)."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self.client: Redis = Redis.from_url(dsn, **CLIENT_OPTIONS)
+
+    def __call__(self, request: Request) -> Any:
+        try:
+            if isinstance(request, Command):
+                reply = self.client.execute_command(*request.args)
+            else:
+                try:
+                    reply = self.client.execute_command(*_eval_args(request, by_sha=True))
+                except NoScriptError:
+                    reply = self.client.execute_command(*_eval_args(request, by_sha=False))
+        except (RedisError, OSError) as exc:
+            raise self.translate(exc) from None
+        self.health.ok()
+        return reply
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class AsyncTransport(Link):
+    """Awaited requests on a redis-py asyncio client."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self.client: AsyncRedis = AsyncRedis.from_url(dsn, **CLIENT_OPTIONS)
+
+    async def __call__(self, request: Request) -> Any:
+        try:
+            if isinstance(request, Command):
+                reply = await self.client.execute_command(*request.args)
+            else:
+                try:
+                    reply = await self.client.execute_command(*_eval_args(request, by_sha=True))
+                except NoScriptError:
+                    reply = await self.client.execute_command(*_eval_args(request, by_sha=False))
+        except (RedisError, OSError) as exc:
+            raise self.translate(exc) from None
+        self.health.ok()
+        return reply
+
+    async def close(self) -> None:
+        await self.client.aclose()
