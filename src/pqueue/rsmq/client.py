@@ -43,7 +43,7 @@ class Rsmq:
 
     def list_queues(self) -> list[str]:
         """The names of every queue of the namespace, sorted."""
-        return run_sync(core.list_queues(self.keys), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.list_queues(self.keys), self._io)
 
     def delete_queue(self, qname: str) -> None:
         """Delete a queue and its messages; :class:`~pqueue.rsmq.QueueNotFound` if none."""
@@ -51,39 +51,39 @@ class Rsmq:
 
     def get_queue_attributes(self, qname: str) -> QueueAttributes:
         """The queue's settings, totals and counts."""
-        return run_sync(core.get_queue_attributes(self.keys, qname), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.get_queue_attributes(self.keys, qname), self._io)
 
     def set_queue_attributes(
         self, qname: str, *, vt: int | None = None, delay: int | None = None, maxsize: int | None = None
     ) -> QueueAttributes:
         """Change any of vt, delay, maxsize (at least one); returns the new attributes."""
         op = core.set_queue_attributes(self.keys, qname, vt, delay, maxsize)
-        return run_sync(op, self._io)  # type: ignore[no-any-return]
+        return run_sync(op, self._io)
 
     def send_message(self, qname: str, message: str, *, delay: int | None = None) -> str:
         """Send ``message`` (a ``str``), visible after ``delay`` seconds (default: the
         queue's); returns its id."""
         op = core.send_message(self.keys, qname, message, delay, self.realtime)
-        return run_sync(op, self._io)  # type: ignore[no-any-return]
+        return run_sync(op, self._io)
 
     def receive_message(self, qname: str, *, vt: int | None = None) -> RsmqMessage | None:
         """The next visible message, hidden for ``vt`` seconds (default: the queue's), or None."""
-        return run_sync(core.receive_message(self.keys, qname, vt), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.receive_message(self.keys, qname, vt), self._io)
 
     def pop_message(self, qname: str) -> RsmqMessage | None:
         """The next visible message, deleted as it is received, or None."""
-        return run_sync(core.pop_message(self.keys, qname), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.pop_message(self.keys, qname), self._io)
 
     def delete_message(self, qname: str, id: str) -> bool:
         """Delete a message; False if there was none with this id."""
-        return run_sync(core.delete_message(self.keys, qname, id), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.delete_message(self.keys, qname, id), self._io)
 
     def change_message_visibility(self, qname: str, id: str, vt: int) -> bool:
         """Make a message visible ``vt`` seconds from now; False if there is none with this id."""
         op = core.change_message_visibility(self.keys, qname, id, vt)
-        return run_sync(op, self._io)  # type: ignore[no-any-return]
+        return run_sync(op, self._io)
 
     def list_messages(self, qname: str, *, limit: int = 20) -> list[RsmqMessage]:
         """pqueue's addition: the first ``limit`` messages by visible-at time, read-only
         (nothing is received or counted); ``rc`` and ``fr`` are 0 for a message never received."""
-        return run_sync(core.list_messages(self.keys, qname, limit), self._io)  # type: ignore[no-any-return]
+        return run_sync(core.list_messages(self.keys, qname, limit), self._io)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pqueue.rsmq import validation as check
 from pqueue.rsmq.errors import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound
@@ -39,8 +39,9 @@ class Command:
 
 
 Request = Script | Command
-Op = Generator[Request, Any, Any]
-"""An operation: yields requests, is sent their replies, returns its result."""
+T = TypeVar("T")
+Op = Generator[Request, Any, T]
+"""An operation: yields requests, is sent their replies, returns its ``T``."""
 
 OK, NOT_FOUND, TOO_LONG, EXISTS = 0, 1, 2, 3
 """The status every script's reply starts with (``lua/_lib.lua``)."""
@@ -64,7 +65,7 @@ def _qkeys(keys: Keys, qname: str) -> tuple[str, str]:
     return keys.messages(qname), keys.queue(qname)
 
 
-def create_queue(keys: Keys, qname: str, vt: int, delay: int, maxsize: int) -> Op:
+def create_queue(keys: Keys, qname: str, vt: int, delay: int, maxsize: int) -> Op[None]:
     qname = check.qname(qname)
     args = (qname, check.seconds("vt", vt), check.seconds("delay", delay), check.maxsize(maxsize))
     reply = yield Script("create_queue", (keys.queue(qname), keys.queues), args)
@@ -72,12 +73,12 @@ def create_queue(keys: Keys, qname: str, vt: int, delay: int, maxsize: int) -> O
         raise QueueExists(f"queue {qname!r} exists already in namespace {keys.ns!r}")
 
 
-def list_queues(keys: Keys) -> Op:
+def list_queues(keys: Keys) -> Op[list[str]]:
     reply = yield Command(("SMEMBERS", keys.queues))
-    return sorted(reply)
+    return sorted(str(name) for name in reply)
 
 
-def delete_queue(keys: Keys, qname: str) -> Op:
+def delete_queue(keys: Keys, qname: str) -> Op[None]:
     qname = check.qname(qname)
     reply = yield Script("delete_queue", (*_qkeys(keys, qname), keys.queues), (qname,))
     _found(reply, keys, qname)
@@ -87,7 +88,7 @@ def _attributes(reply: Sequence[Any]) -> QueueAttributes:
     return QueueAttributes(*(int(value) for value in reply[1:10]))
 
 
-def get_queue_attributes(keys: Keys, qname: str) -> Op:
+def get_queue_attributes(keys: Keys, qname: str) -> Op[QueueAttributes]:
     qname = check.qname(qname)
     reply = yield Script("attributes", _qkeys(keys, qname), ())
     return _attributes(_found(reply, keys, qname))
@@ -95,7 +96,7 @@ def get_queue_attributes(keys: Keys, qname: str) -> Op:
 
 def set_queue_attributes(
     keys: Keys, qname: str, vt: int | None, delay: int | None, maxsize: int | None
-) -> Op:
+) -> Op[QueueAttributes]:
     qname = check.qname(qname)
     if vt is None and delay is None and maxsize is None:
         raise InvalidArgument(f"set_queue_attributes({qname!r}): give at least one of vt, delay, maxsize")
@@ -108,7 +109,7 @@ def set_queue_attributes(
     return _attributes(_found(reply, keys, qname))
 
 
-def send_message(keys: Keys, qname: str, message: str, delay: int | None, realtime: bool) -> Op:
+def send_message(keys: Keys, qname: str, message: str, delay: int | None, realtime: bool) -> Op[str]:
     qname = check.qname(qname)
     body = check.message(message)
     size = check.length(body)
@@ -134,33 +135,33 @@ def _message(reply: Sequence[Any]) -> RsmqMessage | None:
     return RsmqMessage(message_id, str(reply[2]), int(reply[3]), int(reply[4]), sent_ms(message_id))
 
 
-def receive_message(keys: Keys, qname: str, vt: int | None) -> Op:
+def receive_message(keys: Keys, qname: str, vt: int | None) -> Op[RsmqMessage | None]:
     qname = check.qname(qname)
     args = ("" if vt is None else check.seconds("vt", vt),)
     reply = yield Script("receive", _qkeys(keys, qname), args)
     return _message(_found(reply, keys, qname))
 
 
-def pop_message(keys: Keys, qname: str) -> Op:
+def pop_message(keys: Keys, qname: str) -> Op[RsmqMessage | None]:
     qname = check.qname(qname)
     reply = yield Script("pop", _qkeys(keys, qname), ())
     return _message(_found(reply, keys, qname))
 
 
-def delete_message(keys: Keys, qname: str, message_id: str) -> Op:
+def delete_message(keys: Keys, qname: str, message_id: str) -> Op[bool]:
     args = (check.message_id(message_id),)
     reply = yield Script("delete_message", _qkeys(keys, check.qname(qname)), args)
     return bool(int(reply[1]))
 
 
-def change_message_visibility(keys: Keys, qname: str, message_id: str, vt: int) -> Op:
+def change_message_visibility(keys: Keys, qname: str, message_id: str, vt: int) -> Op[bool]:
     qname = check.qname(qname)
     args = (check.message_id(message_id), check.seconds("vt", vt))
     reply = yield Script("change_visibility", _qkeys(keys, qname), args)
     return bool(int(_found(reply, keys, qname)[1]))
 
 
-def list_messages(keys: Keys, qname: str, limit: int) -> Op:
+def list_messages(keys: Keys, qname: str, limit: int) -> Op[list[RsmqMessage]]:
     """pqueue's read-only look at a queue: the first ``limit`` messages by visible-at time,
     each with its ``rc`` and ``fr`` as stored (0 when never received); nothing is counted."""
     qname = check.qname(qname)
@@ -174,7 +175,7 @@ def list_messages(keys: Keys, qname: str, limit: int) -> Op:
     ]
 
 
-def requeue(keys: Keys, source: str, target: str, limit: int) -> Op:
+def requeue(keys: Keys, source: str, target: str, limit: int) -> Op[int]:
     """Move up to ``limit`` messages of ``source`` (a dead queue) to ``target``, visible now."""
     source, target = check.qname(source), check.qname(target)
     reply = yield Script("requeue", (*_qkeys(keys, source), *_qkeys(keys, target)), (limit,))
@@ -184,7 +185,7 @@ def requeue(keys: Keys, source: str, target: str, limit: int) -> Op:
 SETTLE_ACTIONS = ("delete", "hide", "bury")
 
 
-def settle(keys: Keys, qname: str, message: RsmqMessage, action: str, hide_ms: int = 0) -> Op:
+def settle(keys: Keys, qname: str, message: RsmqMessage, action: str, hide_ms: int = 0) -> Op[bool]:
     """The consumer's fenced delete / hide / bury of a message it received (``lua/settle.lua``):
     ``True`` if done, ``False`` if the message was received again since, or is gone."""
     if action not in SETTLE_ACTIONS:

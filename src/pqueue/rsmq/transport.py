@@ -66,12 +66,12 @@ class SyncTransport(Link):
     def __call__(self, request: Request) -> Any:
         try:
             if isinstance(request, Command):
-                reply = self.client.execute_command(*request.args)
+                reply = self.client.execute_command(*request.args)  # type: ignore[no-untyped-call]
             else:
                 try:
-                    reply = self.client.execute_command(*_eval_args(request, by_sha=True))
+                    reply = self.client.execute_command(*_eval_args(request, by_sha=True))  # type: ignore[no-untyped-call]
                 except NoScriptError:
-                    reply = self.client.execute_command(*_eval_args(request, by_sha=False))
+                    reply = self.client.execute_command(*_eval_args(request, by_sha=False))  # type: ignore[no-untyped-call]
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
         self.health.ok()
@@ -91,12 +91,12 @@ class AsyncTransport(Link):
     async def __call__(self, request: Request) -> Any:
         try:
             if isinstance(request, Command):
-                reply = await self.client.execute_command(*request.args)
+                reply = await self.client.execute_command(*request.args)  # type: ignore[no-untyped-call]
             else:
                 try:
-                    reply = await self.client.execute_command(*_eval_args(request, by_sha=True))
+                    reply = await self.client.execute_command(*_eval_args(request, by_sha=True))  # type: ignore[no-untyped-call]
                 except NoScriptError:
-                    reply = await self.client.execute_command(*_eval_args(request, by_sha=False))
+                    reply = await self.client.execute_command(*_eval_args(request, by_sha=False))  # type: ignore[no-untyped-call]
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
         self.health.ok()

@@ -36,7 +36,9 @@ def message_id(value: object) -> str:
 def seconds(name: str, value: object) -> int:
     """``vt`` or ``delay``: whole seconds from 0 to 9,999,999."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SECONDS:
-        raise InvalidArgument(f"{name} must be a whole number of seconds from 0 to {MAX_SECONDS}, got {value!r}")
+        raise InvalidArgument(
+            f"{name} must be a whole number of seconds from 0 to {MAX_SECONDS}, got {value!r}"
+        )
     return value
 
 
@@ -57,7 +59,9 @@ def message(value: object) -> str:
     """A message body: ``str`` only (ADR 0144). ``bytes`` are refused: RSMQ bodies are text
     in every client, and ``maxsize`` counts characters, which bytes do not have."""
     if not isinstance(value, str):
-        hint = ": decode it (or base64-encode binary data) first" if isinstance(value, bytes | bytearray) else ""
+        hint = (
+            ": decode it (or base64-encode binary data) first" if isinstance(value, bytes | bytearray) else ""
+        )
         raise InvalidArgument(f"message must be a str, got {type(value).__name__}{hint}")
     return value
 
