@@ -69,6 +69,9 @@ class AsyncRsmq:
     async def list_messages(self, qname: str, *, limit: int = 20) -> list[RsmqMessage]:
         return await run_async(core.list_messages(self.keys, qname, limit), self._io)
 
+    async def requeue_dead(self, qname: str, *, limit: int = 100) -> int:
+        return await run_async(core.requeue(self.keys, core.dead_queue(qname), qname, limit), self._io)
+
     async def settle(self, qname: str, message: RsmqMessage, action: str, hide_ms: int = 0) -> bool:
         """The consumer's fenced delete / hide / bury (``lua/settle.lua``)."""
         op = core.settle(self.keys, qname, message, action, hide_ms)

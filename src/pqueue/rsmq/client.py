@@ -87,3 +87,8 @@ class Rsmq:
         """pqueue's addition: the first ``limit`` messages by visible-at time, read-only
         (nothing is received or counted); ``rc`` and ``fr`` are 0 for a message never received."""
         return run_sync(core.list_messages(self.keys, qname, limit), self._io)
+
+    def requeue_dead(self, qname: str, *, limit: int = 100) -> int:
+        """pqueue's addition: move up to ``limit`` messages of the consumer's dead queue
+        ``{qname}-dead`` back to ``qname``, visible now with a fresh rc; returns how many."""
+        return run_sync(core.requeue(self.keys, core.dead_queue(qname), qname, limit), self._io)

@@ -178,6 +178,8 @@ def list_messages(keys: Keys, qname: str, limit: int) -> Op[list[RsmqMessage]]:
 def requeue(keys: Keys, source: str, target: str, limit: int) -> Op[int]:
     """Move up to ``limit`` messages of ``source`` (a dead queue) to ``target``, visible now."""
     source, target = check.qname(source), check.qname(target)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit must be a whole number >= 1, got {limit!r}")
     reply = yield Script("requeue", (*_qkeys(keys, source), *_qkeys(keys, target)), (limit,))
     return int(_found(reply, keys, target)[1])
 
