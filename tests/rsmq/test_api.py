@@ -56,7 +56,8 @@ def test_send_receive_and_the_layout(rsmq: Any, ns: str, raw: Redis) -> None:
 
     assert rsmq.delete_message("q", message_id) is True
     assert rsmq.delete_message("q", message_id) is False
-    assert raw.hkeys(f"{ns}:q:Q") == ["vt", "delay", "maxsize", "created", "modified", "totalsent", "totalrecv"]
+    settings = ["vt", "delay", "maxsize", "created", "modified", "totalsent", "totalrecv"]
+    assert raw.hkeys(f"{ns}:q:Q") == settings  # the message's body, rc and fr are gone
 
 
 def test_vt_expiry_counts_receives_and_keeps_first_receive(rsmq: Any) -> None:
@@ -108,7 +109,7 @@ def test_set_queue_attributes(rsmq: Any) -> None:
 def test_maxsize_counts_characters_as_rsmq_does(rsmq: Any, ns: str, raw: Redis) -> None:
     rsmq.create_queue("q", maxsize=1024)
     rsmq.send_message("q", "é" * 1024)  # 2048 bytes, 1024 characters: accepted
-    with pytest.raises(MessageTooLong, match="1025 characters .* maxsize of 1024"):
+    with pytest.raises(MessageTooLong, match=r"1025 characters .* maxsize of 1024"):
         rsmq.send_message("q", "x" * 1025)
     rsmq.send_message("q", "😀" * 512)  # outside the BMP: two UTF-16 units each, 1024 in all
     with pytest.raises(MessageTooLong, match="1026 characters"):
@@ -145,7 +146,7 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize(("method", "args", "kwargs", "message"), BAD_INPUT, ids=[b[-1] for b in BAD_INPUT])
-def test_bad_input_is_one_error_and_writes_nothing(
+def test_bad_input_is_one_error_and_writes_nothing(  # noqa: PLR0917 - fixtures and parameters
     rsmq: Any, ns: str, raw: Redis, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], message: str
 ) -> None:
     rsmq.create_queue("q")
@@ -202,5 +203,8 @@ def test_unreachable_server_is_one_clear_error(ns: str) -> None:
     from pqueue.errors import BrokerUnreachable
     from pqueue.rsmq import Rsmq
 
-    with Rsmq("redis://127.0.0.1:1/0", ns=ns) as rsmq, pytest.raises(BrokerUnreachable, match="127.0.0.1:1"):
+    with (
+        Rsmq("redis://127.0.0.1:1/0", ns=ns) as rsmq,
+        pytest.raises(BrokerUnreachable, match=r"127\.0\.0\.1:1"),
+    ):
         rsmq.list_queues()
