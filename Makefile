@@ -57,6 +57,7 @@ typecheck: $(VENV)/.stamp-dev
 
 # The README's test command.
 pytest: $(VENV)/.stamp-dev services
+	@bash .ci/node
 	$(PYTEST) -q $(XDIST) $(PYTEST_ARGS)
 
 services:
