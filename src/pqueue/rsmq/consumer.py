@@ -233,7 +233,7 @@ class Consumer:
             await self._settle(message, "bury", outcome="dead", run_seconds=run_seconds)
             return
         delay = self.backoff(message.rc, self._vt)
-        log.warning("message %s failed on receive %d of %d (%s): back in %.0fs",
+        log.warning("message %s failed on receive %d of %d (%s): back in %.1fs",
                     message.id, message.rc, self.max_receives, reason, delay)  # fmt: skip
         await self._settle(
             message, "hide", outcome="failed", run_seconds=run_seconds, hide_ms=int(delay * 1000)
