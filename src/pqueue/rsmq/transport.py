@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from redis import Redis
+from redis import BlockingConnectionPool, Redis
+from redis.asyncio import BlockingConnectionPool as AsyncBlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import NoScriptError, RedisError
 
+from pqueue.brokers import redact
 from pqueue.brokers.health import describe, failure_message, health_of
 from pqueue.brokers.redis.core import address, unreachable
-from pqueue.errors import BrokerUnreachable, PQueueError
+from pqueue.errors import BrokerUnreachable, ConfigError, PQueueError
 from pqueue.rsmq import scripts
 from pqueue.rsmq.core import Command, Request, Script
 from pqueue.rsmq.errors import RsmqError
@@ -29,6 +31,17 @@ log = logging.getLogger("pqueue.rsmq")
 CLIENT_OPTIONS: dict[str, Any] = {"decode_responses": True, "encoding_errors": "surrogateescape"}
 """Replies as ``str``; a body that is not UTF-8 (another client's bytes) survives as
 surrogate escapes and is written back byte for byte (ADR 0144)."""
+
+POOL_SIZE = 64
+"""Connections a client opens at most; more concurrent calls wait for one (a blocking
+pool: redis-py's plain pool raises "Too many connections" instead)."""
+
+
+def _pool(kind: Any, dsn: str) -> Any:
+    try:
+        return kind.from_url(dsn, max_connections=POOL_SIZE, timeout=None, **CLIENT_OPTIONS)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"invalid Redis URL {redact(dsn)!r}: {exc}") from None
 
 
 def _eval_args(request: Script, *, by_sha: bool) -> tuple[Any, ...]:
@@ -61,7 +74,7 @@ class SyncTransport(Link):
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
-        self.client: Redis = Redis.from_url(dsn, **CLIENT_OPTIONS)
+        self.client: Redis = Redis(connection_pool=_pool(BlockingConnectionPool, dsn))
 
     def __call__(self, request: Request) -> Any:
         try:
@@ -79,6 +92,7 @@ class SyncTransport(Link):
 
     def close(self) -> None:
         self.client.close()
+        self.client.connection_pool.disconnect()
 
 
 class AsyncTransport(Link):
@@ -86,7 +100,7 @@ class AsyncTransport(Link):
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
-        self.client: AsyncRedis = AsyncRedis.from_url(dsn, **CLIENT_OPTIONS)
+        self.client: AsyncRedis = AsyncRedis(connection_pool=_pool(AsyncBlockingConnectionPool, dsn))
 
     async def __call__(self, request: Request) -> Any:
         try:
@@ -104,3 +118,4 @@ class AsyncTransport(Link):
 
     async def close(self) -> None:
         await self.client.aclose()
+        await self.client.connection_pool.disconnect()
