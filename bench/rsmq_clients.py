@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from redis import Redis
 
+from pqueue import loops
 from pqueue.rsmq import AsyncRsmq, Consumer, Rsmq, RsmqMessage
 
 BODY = "x" * 100
@@ -91,7 +92,7 @@ class Sitting:
                         if got is not None:
                             client.delete_message(qname, got.id)
                 return time.perf_counter() - start
-        return asyncio.run(_pqueue_async(self.dsn, self.ns, qname, scenario, self.n, concurrency))
+        return loops.run(_pqueue_async(self.dsn, self.ns, qname, scenario, self.n, concurrency))
 
     def pyrsmq(self, scenario: str, concurrency: int) -> float:
         from rsmq import RedisSMQ
@@ -148,7 +149,7 @@ class Sitting:
             await task
             return elapsed
 
-        return asyncio.run(drain())
+        return loops.run(drain())
 
     def worker(self) -> float:
         return self.node("worker", 1)

@@ -208,3 +208,18 @@ def test_unreachable_server_is_one_clear_error(ns: str) -> None:
         pytest.raises(BrokerUnreachable, match=r"127\.0\.0\.1:1"),
     ):
         rsmq.list_queues()
+
+
+def test_the_dsn_prefix_is_the_namespace(redis_url: str, ns: str, raw: Redis) -> None:
+    from pqueue.errors import ConfigError
+    from pqueue.rsmq import Rsmq
+
+    sep = "&" if "?" in redis_url else "?"
+    with Rsmq(f"{redis_url}{sep}prefix={ns}&retention=60") as rsmq:
+        assert rsmq.keys.ns == ns
+        rsmq.create_queue("q")
+    assert raw.sismember(f"{ns}:QUEUES", "q")
+    with pytest.raises(ConfigError, match="disagree"):
+        Rsmq(f"{redis_url}{sep}prefix={ns}", ns="other")
+    with pytest.raises(ConfigError, match="needs a Redis URL"):
+        Rsmq("postgresql://u:secret@h/db")

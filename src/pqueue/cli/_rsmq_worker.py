@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("handler", help="the handler function, MODULE:FUNC")
     add_flag(parser, "--dsn", help="Redis URL: redis://host:6379/0")
-    parser.add_argument("--ns", default="rsmq", help="RSMQ namespace (default: rsmq)")
+    parser.add_argument("--ns", default=None, help="RSMQ namespace (default: the DSN's ?prefix=, else rsmq)")
     parser.add_argument("--queue", required=True, help="the RSMQ queue to consume")
     parser.add_argument(
         "--concurrency", type=positive_int, default=1, help="messages run at once (default: 1)"

@@ -35,7 +35,9 @@ def add_parser(subparsers: Any) -> None:
 
     def sub(name: str, help: str, description: str, examples: Sequence[str]) -> argparse.ArgumentParser:
         made = command_parser(commands, name, help=help, description=description, examples=examples)
-        made.add_argument("--ns", default="rsmq", help="RSMQ namespace (default: rsmq)")
+        made.add_argument(
+            "--ns", default=None, help="RSMQ namespace (default: the DSN's ?prefix=, else rsmq)"
+        )
         return made
 
     sub("queues", "queues with their counts", "Every queue of the namespace.", ["pqueue rsmq queues --json"])
@@ -137,13 +139,14 @@ def _attributes(args: argparse.Namespace, attrs: Any) -> int:
 def run_queues(args: argparse.Namespace) -> int:
     with _rsmq(args) as rsmq:
         rows = [(name, rsmq.get_queue_attributes(name)) for name in rsmq.list_queues()]
+        namespace = rsmq.keys.ns
     if args.json:
         emit_json([{"queue": name, **dataclasses.asdict(attrs)} for name, attrs in rows])
         return 0
     _table(
         ["queue", "msgs", "hidden", "vt", "delay", "maxsize", "sent", "received"],
         [(n, a.msgs, a.hiddenmsgs, a.vt, a.delay, a.maxsize, a.totalsent, a.totalrecv) for n, a in rows],
-        empty=f"no RSMQ queues in namespace {args.ns!r}",
+        empty=f"no RSMQ queues in namespace {namespace!r}",
     )
     return 0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from pqueue.rsmq import core
-from pqueue.rsmq import validation as check
+from pqueue.rsmq.dsn import resolve
 from pqueue.rsmq.keys import Keys
 from pqueue.rsmq.model import QueueAttributes, RsmqMessage
 from pqueue.rsmq.transport import AsyncTransport
@@ -16,10 +16,11 @@ from pqueue.steps import run_async
 class AsyncRsmq:
     """An asyncio RSMQ client on ``dsn``; see :class:`~pqueue.rsmq.Rsmq` for each method."""
 
-    def __init__(self, dsn: str, *, ns: str = "rsmq", realtime: bool = False) -> None:
-        self.keys = Keys(check.namespace(ns))
+    def __init__(self, dsn: str, *, ns: str | None = None, realtime: bool = False) -> None:
+        url, namespace = resolve(dsn, ns)
+        self.keys = Keys(namespace)
         self.realtime = realtime
-        self.transport = AsyncTransport(dsn)
+        self.transport = AsyncTransport(url)
         self._io = self.transport
 
     async def __aenter__(self) -> AsyncRsmq:

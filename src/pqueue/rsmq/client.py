@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from pqueue.rsmq import core
-from pqueue.rsmq import validation as check
+from pqueue.rsmq.dsn import resolve
 from pqueue.rsmq.keys import Keys
 from pqueue.rsmq.model import QueueAttributes, RsmqMessage
 from pqueue.rsmq.transport import SyncTransport
@@ -18,14 +18,16 @@ from pqueue.steps import run_sync
 
 
 class Rsmq:
-    """An RSMQ client on ``dsn`` (``redis://host:6379/0``): the keys of namespace ``ns``,
-    shared with every RSMQ client in any language. With ``realtime``, each send publishes
-    the queue's message count on ``{ns}:rt:{qname}`` (as the reference client does)."""
+    """An RSMQ client on ``dsn`` (``redis://host:6379/0``): the keys of namespace ``ns``
+    (default: the DSN's ``?prefix=``, else ``rsmq``), shared with every RSMQ client in any
+    language. With ``realtime``, each send publishes the queue's message count on
+    ``{ns}:rt:{qname}`` (as the reference client does)."""
 
-    def __init__(self, dsn: str, *, ns: str = "rsmq", realtime: bool = False) -> None:
-        self.keys = Keys(check.namespace(ns))
+    def __init__(self, dsn: str, *, ns: str | None = None, realtime: bool = False) -> None:
+        url, namespace = resolve(dsn, ns)
+        self.keys = Keys(namespace)
         self.realtime = realtime
-        self._io = SyncTransport(dsn)
+        self._io = SyncTransport(url)
 
     def __enter__(self) -> Rsmq:
         return self

@@ -38,6 +38,7 @@ from pqueue.errors import BrokerUnavailable, PQueueError
 from pqueue.rsmq import validation as check
 from pqueue.rsmq.aio import AsyncRsmq
 from pqueue.rsmq.core import dead_queue
+from pqueue.rsmq.dsn import resolve
 from pqueue.rsmq.errors import InvalidArgument
 from pqueue.rsmq.model import RsmqMessage
 
@@ -90,7 +91,7 @@ class Consumer:
         queue: str,
         handler: Handler,
         *,
-        ns: str = "rsmq",
+        ns: str | None = None,
         concurrency: int = 1,
         max_receives: int = 5,
         vt: int | None = None,
@@ -111,7 +112,8 @@ class Consumer:
                 "poll_interval must be > 0 and shutdown_timeout >= 0, "
                 f"got {poll_interval!r} and {shutdown_timeout!r}"
             )
-        self.dsn, self.ns, self.handler = dsn, check.namespace(ns), handler
+        self.dsn, self.handler = dsn, handler
+        self.ns = resolve(dsn, ns)[1]
         self.concurrency, self.max_receives, self.realtime = concurrency, max_receives, realtime
         self.poll_interval, self.shutdown_timeout, self.backoff = poll_interval, shutdown_timeout, backoff
         self.events: Events = events or _NoEvents()
@@ -125,11 +127,13 @@ class Consumer:
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> None:
-        """Consume until SIGTERM/SIGINT (drain) or :meth:`stop`; blocks this thread."""
+        """Consume until SIGTERM/SIGINT (drain) or :meth:`stop`; blocks this thread. Runs on
+        uvloop when it is installed (``PQUEUE_LOOP`` chooses, as for ``pqueue worker``)."""
+        from pqueue import loops
         from pqueue.worker.shutdown import ShutdownSignals
 
         with ShutdownSignals(self.stop):
-            asyncio.run(self.serve())
+            loops.run(self.serve())
 
     def stop(self) -> None:
         """Ask the consumer to drain and return from :meth:`serve` (any thread)."""
@@ -140,7 +144,7 @@ class Consumer:
     async def serve(self) -> None:
         """Consume until :meth:`stop`; the queue must exist (else :class:`~pqueue.rsmq.QueueNotFound`)."""
         self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
-        self._rsmq = AsyncRsmq(self.dsn, ns=self.ns)
+        self._rsmq = AsyncRsmq(resolve(self.dsn, None)[0], ns=self.ns)
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pqueue-rsmq")
         try:
             self._vt = self._vt or (await self._rsmq.get_queue_attributes(self.queue)).vt or 30
