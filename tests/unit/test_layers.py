@@ -20,8 +20,9 @@ _SPEC = importlib.util.find_spec("pqueue")
 assert _SPEC is not None and _SPEC.origin is not None
 SRC = Path(_SPEC.origin).parent
 BACKENDS = ("pqueue.brokers.redis", "pqueue.brokers.postgres", "pqueue.brokers.memory")
-OWN_COMMANDS = {"pqueue.cli.migrate"}
-"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command."""
+OWN_COMMANDS = {"pqueue.cli.migrate", "pqueue.rsmq.transport"}
+"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command;
+RSMQ speaks Redis only and takes the Redis backend's address and outage rules (ADR 0144)."""
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
@@ -38,7 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing",
+        "testing", "rsmq",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""
