@@ -144,10 +144,13 @@ def test_the_rc_fence_stops_a_consumer_whose_message_was_taken_again(rsmq: Rsmq)
     assert rsmq.get_queue_attributes("q").msgs == 0
 
 
-def test_drain_hands_back_what_outlives_the_timeout(rsmq: Rsmq, consume: Callable[..., Running]) -> None:
+@pytest.mark.parametrize("timeout", [0, 0.2])
+def test_drain_hands_back_what_outlives_the_timeout(
+    rsmq: Rsmq, consume: Callable[..., Running], timeout: float
+) -> None:
     rsmq.create_queue("q", vt=60)
     rsmq.send_message("q", "slow:30")
-    running = consume(handler=handlers.record_async, shutdown_timeout=0.2)
+    running = consume(handler=handlers.record_async, shutdown_timeout=timeout)
     wait_until(lambda: handlers.runs != [])
     running.stop()
     back = rsmq.receive_message("q")  # visible at once, not after its 60 s vt

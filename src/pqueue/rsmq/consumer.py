@@ -156,7 +156,7 @@ class Consumer:
             slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
             await self._stopping.wait()
             self._wake.set()
-            _, running = await asyncio.wait(slots, timeout=self.shutdown_timeout or None)
+            _, running = await asyncio.wait(slots, timeout=self.shutdown_timeout)
             for task in running:
                 task.cancel()
             await asyncio.gather(*slots, return_exceptions=True)
