@@ -223,3 +223,33 @@ def test_the_dsn_prefix_is_the_namespace(redis_url: str, ns: str, raw: Redis) ->
         Rsmq(f"{redis_url}{sep}prefix={ns}", ns="other")
     with pytest.raises(ConfigError, match="needs a Redis URL"):
         Rsmq("postgresql://u:secret@h/db")
+
+
+async def test_concurrent_async_calls_share_round_trips_and_keep_their_own_errors(
+    redis_url: str, ns: str, raw: Redis
+) -> None:
+    import asyncio
+
+    from pqueue.rsmq import AsyncRsmq
+
+    raw.set(f"{ns}:broken:Q", "not a hash")  # every script on it fails with WRONGTYPE
+    async with AsyncRsmq(redis_url, ns=ns) as rsmq:
+        await rsmq.create_queue("q")
+        round_trips: list[int] = []
+        send = rsmq.transport._send
+
+        async def counted(requests: list[Any]) -> list[Any]:
+            round_trips.append(len(requests))
+            return await send(requests)
+
+        rsmq.transport._rounds._send = counted
+        calls = [rsmq.send_message("q", f"m{i}") for i in range(30)]
+        calls += [rsmq.send_message("broken", "m"), rsmq.send_message("missing", "m")]
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(o, str) and len(o) == 32 for o in outcomes[:30])
+        assert isinstance(outcomes[30], RsmqError) and "WRONGTYPE" in str(outcomes[30])
+        assert isinstance(outcomes[31], QueueNotFound)
+        assert sum(round_trips) == 32 and len(round_trips) < 32  # the first alone, the rest together
+        received = await asyncio.gather(*(rsmq.pop_message("q") for _ in range(31)))
+    assert sorted(m.message for m in received if m is not None) == sorted(f"m{i}" for i in range(30))
+    assert received.count(None) == 1

@@ -23,8 +23,9 @@ from pqueue.brokers.health import describe, failure_message, health_of
 from pqueue.brokers.redis.core import address, unreachable
 from pqueue.errors import BrokerUnreachable, ConfigError, PQueueError
 from pqueue.rsmq import scripts
-from pqueue.rsmq.core import Command, Request, Script
+from pqueue.rsmq.core import Command, Request
 from pqueue.rsmq.errors import RsmqError
+from pqueue.rsmq.rounds import Rounds
 
 log = logging.getLogger("pqueue.rsmq")
 
@@ -44,7 +45,10 @@ def _pool(kind: Any, dsn: str) -> Any:
         raise ConfigError(f"invalid Redis URL {redact(dsn)!r}: {exc}") from None
 
 
-def _eval_args(request: Script, *, by_sha: bool) -> tuple[Any, ...]:
+def _args(request: Request, *, by_sha: bool) -> tuple[Any, ...]:
+    """The command that sends ``request`` (a script by ``EVALSHA``, or ``EVAL`` after ``NOSCRIPT``)."""
+    if isinstance(request, Command):
+        return request.args
     source = scripts.source(request.name)
     head = ("EVALSHA", source.sha) if by_sha else ("EVAL", source.text)
     return (*head, len(request.keys), *request.keys, *request.args)
@@ -78,13 +82,10 @@ class SyncTransport(Link):
 
     def __call__(self, request: Request) -> Any:
         try:
-            if isinstance(request, Command):
-                reply = self.client.execute_command(*request.args)  # type: ignore[no-untyped-call]
-            else:
-                try:
-                    reply = self.client.execute_command(*_eval_args(request, by_sha=True))  # type: ignore[no-untyped-call]
-                except NoScriptError:
-                    reply = self.client.execute_command(*_eval_args(request, by_sha=False))  # type: ignore[no-untyped-call]
+            try:
+                reply = self.client.execute_command(*_args(request, by_sha=True))  # type: ignore[no-untyped-call]
+            except NoScriptError:
+                reply = self.client.execute_command(*_args(request, by_sha=False))  # type: ignore[no-untyped-call]
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
         self.health.ok()
@@ -96,25 +97,40 @@ class SyncTransport(Link):
 
 
 class AsyncTransport(Link):
-    """Awaited requests on a redis-py asyncio client."""
+    """Awaited requests on a redis-py asyncio client; concurrent callers share round trips
+    (:mod:`pqueue.rsmq.rounds`: one pipeline carries every request that arrived together)."""
 
     def __init__(self, dsn: str) -> None:
         super().__init__(dsn)
         self.client: AsyncRedis = AsyncRedis(connection_pool=_pool(AsyncBlockingConnectionPool, dsn))
+        self._rounds = Rounds(self._send)
 
     async def __call__(self, request: Request) -> Any:
+        return await self._rounds.submit(request)
+
+    async def _send(self, requests: list[Request]) -> list[Any]:
+        """One round trip for ``requests``: a reply or a pqueue error for each."""
         try:
-            if isinstance(request, Command):
-                reply = await self.client.execute_command(*request.args)  # type: ignore[no-untyped-call]
+            if len(requests) == 1:
+                replies: list[Any] = [await self._one(requests[0])]
             else:
-                try:
-                    reply = await self.client.execute_command(*_eval_args(request, by_sha=True))  # type: ignore[no-untyped-call]
-                except NoScriptError:
-                    reply = await self.client.execute_command(*_eval_args(request, by_sha=False))  # type: ignore[no-untyped-call]
+                pipe = self.client.pipeline(transaction=False)
+                for request in requests:
+                    pipe.execute_command(*_args(request, by_sha=True))
+                replies = await pipe.execute(raise_on_error=False)
+                for i, reply in enumerate(replies):
+                    if isinstance(reply, NoScriptError):  # loaded again by EVAL, alone
+                        replies[i] = await self._one(requests[i])
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
         self.health.ok()
-        return reply
+        return [self.translate(r) if isinstance(r, RedisError | OSError) else r for r in replies]
+
+    async def _one(self, request: Request) -> Any:
+        try:
+            return await self.client.execute_command(*_args(request, by_sha=True))  # type: ignore[no-untyped-call]
+        except NoScriptError:
+            return await self.client.execute_command(*_args(request, by_sha=False))  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         await self.client.aclose()
