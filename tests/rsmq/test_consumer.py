@@ -158,11 +158,12 @@ def test_drain_hands_back_what_outlives_the_timeout(
 
 
 def test_realtime_sends_wake_an_idle_consumer(
-    redis_url: str, ns: str, rsmq: Rsmq, consume: Callable[..., Running]
+    redis_url: str, ns: str, rsmq: Rsmq, consume: Callable[..., Running], raw: Any
 ) -> None:
     rsmq.create_queue("q")
     running = consume(realtime=True, poll_interval=300)
-    time.sleep(0.3)  # let the slots go idle and the listener subscribe
+    wait_until(lambda: raw.pubsub_numsub(f"{ns}:rt:q")[0][1] == 1)  # the listener subscribed
+    time.sleep(0.2)  # and the slots went idle (a slot still receiving would find it anyway)
     with Rsmq(redis_url, ns=ns, realtime=True) as sender:
         sender.send_message("q", "wake up")
     wait_until(lambda: handlers.runs == [("wake up", 1)], timeout=60)  # far below the 300 s poll
