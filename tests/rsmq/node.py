@@ -61,12 +61,13 @@ class NodeRsmqError(Exception):
 class NodeRsmq:
     """One ``node`` process running the reference client on ``redis_url`` and ``ns``."""
 
-    def __init__(self, redis_url: str, ns: str) -> None:
+    def __init__(self, redis_url: str, ns: str, *, realtime: bool = False) -> None:
         modules = install_rsmq()
         parts = urlsplit(redis_url)
         db = (parts.path or "/0").strip("/") or "0"
         self.proc = subprocess.Popen(
-            ["node", str(DRIVER), parts.hostname or "127.0.0.1", str(parts.port or 6379), db, ns],
+            ["node", str(DRIVER), parts.hostname or "127.0.0.1", str(parts.port or 6379), db, ns,
+             "realtime" if realtime else "plain"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8",
             env={**os.environ, "NODE_PATH": str(modules)},
         )  # fmt: skip

@@ -1,14 +1,14 @@
 // Drives the reference Node RSMQ client (npm `rsmq`) for tests/rsmq/test_interop_node.py:
 // one JSON request per stdin line, {"op": "sendMessage", "args": {...}}, one JSON reply per
 // stdout line, {"ok": result} or {"err": {"name": ..., "message": ...}}.
-// Started as `node rsmq_driver.js HOST PORT DB NS` with NODE_PATH at the npm cache folder.
+// Started as `node rsmq_driver.js HOST PORT DB NS [realtime]` with NODE_PATH at the npm cache folder.
 "use strict";
 const RedisSMQ = require("rsmq");
 const readline = require("readline");
 
-const [host, port, db, ns] = process.argv.slice(2);
+const [host, port, db, ns, mode] = process.argv.slice(2);
 // The database goes at the top level: `options: {db}` is ignored by the client.
-const rsmq = new RedisSMQ({ host, port: Number(port), db: Number(db), ns, realtime: false });
+const rsmq = new RedisSMQ({ host, port: Number(port), db: Number(db), ns, realtime: mode === "realtime" });
 
 const lines = readline.createInterface({ input: process.stdin });
 lines.on("line", async (line) => {

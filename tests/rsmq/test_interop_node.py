@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from pqueue.rsmq import MessageTooLong, QueueNotFound, Rsmq, RsmqMessage
+from pqueue.rsmq import Consumer, MessageTooLong, QueueNotFound, Rsmq, RsmqMessage
+from tests.rsmq import handlers
 from tests.rsmq.node import NodeRsmq, NodeRsmqError
+from tests.rsmq.running import Running, wait_until
 
 BODIES = ["plain", "unicode: héllo wörld, 日本語, emoji 😀🎉", ("abcdefghé" * 7000)[:60_000] + "😀"]
 
@@ -140,3 +143,18 @@ def test_messages_deleted_on_one_side_are_gone_on_the_other(py: Rsmq, node: Node
     assert py.delete_message("q", ids[1]) is True
     assert py.delete_message("q", ids[0]) is False and node.call("deleteMessage", qname="q", id=ids[1]) == 0
     assert node.call("getQueueAttributes", qname="q")["msgs"] == 0
+
+
+def test_a_realtime_node_sender_wakes_the_consumer(redis_url: str, ns: str, py: Rsmq, raw: Any) -> None:
+    py.create_queue("q")
+    handlers.runs.clear()
+    running = Running(Consumer(redis_url, "q", handlers.record, ns=ns, realtime=True, poll_interval=300))
+    wait_until(lambda: raw.pubsub_numsub(f"{ns}:rt:q")[0][1] == 1)
+    time.sleep(0.2)  # the slot goes idle (a slot still receiving would find the message anyway)
+    sender = NodeRsmq(redis_url, ns, realtime=True)
+    try:
+        sender.call("sendMessage", qname="q", message="from node")
+        wait_until(lambda: handlers.runs == [("from node", 1)], timeout=60)  # far below the 300 s poll
+    finally:
+        sender.close()
+        running.stop()
