@@ -26,8 +26,9 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
 # `make test` runs these in order. A new step is one name here plus its target below.
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
-# metrics test when it can. spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check pytest races browser spark
+# metrics test when it can; node, Node.js and npm for the RSMQ interop tests (tests/rsmq).
+# spark is last: it adds PySpark to the venv on its first run.
+TEST_STEPS := lint typecheck deploy-check node pytest races browser spark
 
 # `make test-fast`: the steps that need nothing but the venv (and Redis/Postgres when they
 # are installed): no system package, no browser, no Spark.
@@ -61,6 +62,11 @@ pytest: $(VENV)/.stamp-dev services
 
 services:
 	@bash .ci/services
+
+# Node.js and npm for the RSMQ interop tests, which npm-install the reference `rsmq` client
+# into ~/.cache (Debian's nodejs and npm, as root with apt-get, when missing).
+node:
+	@bash .ci/node
 
 # deploy/ checked offline: promtool on the Prometheus config, alert rules and dashboard.
 deploy-check:

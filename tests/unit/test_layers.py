@@ -20,9 +20,10 @@ _SPEC = importlib.util.find_spec("pqueue")
 assert _SPEC is not None and _SPEC.origin is not None
 SRC = Path(_SPEC.origin).parent
 BACKENDS = ("pqueue.brokers.redis", "pqueue.brokers.postgres", "pqueue.brokers.memory")
-OWN_COMMANDS = {"pqueue.cli.migrate", "pqueue.testing.plugin"}
-"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command,
-and the pytest plugin's ``pqueue_memory_dsn`` drops the memory store it made."""
+OWN_COMMANDS = {"pqueue.cli.migrate", "pqueue.testing.plugin", "pqueue.rsmq.transport"}
+"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command;
+the pytest plugin's ``pqueue_memory_dsn`` drops the memory store it made; RSMQ speaks Redis
+only and takes the Redis backend's address and outage rules (ADR 0144)."""
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
@@ -39,7 +40,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing", "autoscaler",
+        "testing", "autoscaler", "rsmq",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""
