@@ -11,6 +11,7 @@ Each class asserts one area of docs/architecture.md; together they are the contr
 
 from pqueue.testing.contract.admin import AdminContract
 from pqueue.testing.contract.bad_input import BadInputContract
+from pqueue.testing.contract.completion import CompletionContract
 from pqueue.testing.contract.concurrency import ConcurrencyContract
 from pqueue.testing.contract.control import CancelRunningContract, PauseContract
 from pqueue.testing.contract.enqueue import EnqueueContract
@@ -44,6 +45,7 @@ ALL_CONTRACTS = (
     CancelRunningContract,
     FlowContract,
     LimitsContract,
+    CompletionContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]
