@@ -164,6 +164,9 @@ class JobSpec:
     """What a dead or cancelled parent does to this job: ``"cancel"`` it, or ``"run"`` it anyway."""
     limit: Limit | None = None
     """The job's rate/concurrency limit group and parameters (docs/limits.md)."""
+    unique_until: str = "ttl"
+    """``"ttl"``: the unique key is held for ``unique_for`` whatever happens; ``"done"``: it
+    is freed when the job completes, ``unique_for`` being the latest (ADR 0152)."""
 
 
 @dataclass(frozen=True, slots=True)
