@@ -328,6 +328,7 @@ class EnqueueBatch:
         c["unique_for"].append(spec.unique_for)
         c["idempotency_key"].append(spec.idempotency_key)
         c["meta"].append(_meta_json(spec))
+        c["unique_until_done"].append(spec.unique_until == "done")
         limit = spec.limit
         c["limit_key"].append(None if limit is None else limit.key)
         c["limit_rate"].append(None if limit is None else limit.rate)
@@ -359,5 +360,6 @@ _COLUMNS = (
     "unique_for",
     "idempotency_key",
     "meta",
+    "unique_until_done",
 )
 _LIMIT_COLUMNS = ("limit_key", "limit_rate", "limit_burst", "limit_concurrency")

@@ -48,18 +48,21 @@ WITH input AS (
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
         %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[]
+        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
-                           meta, limit_key, limit_rate, limit_burst, limit_concurrency, ord)
+                           meta, limit_key, limit_rate, limit_burst, limit_concurrency,
+                           unique_until_done, ord)
 ),
 keys AS (
-    INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at)
-    SELECT queue, unique_key, id, {now} + make_interval(secs => unique_for)
+    -- until_done (migration 0009, ADR 0152): the ack frees the key of a completed job.
+    INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at, until_done)
+    SELECT queue, unique_key, id, {now} + make_interval(secs => unique_for), unique_until_done
     FROM input WHERE unique_key IS NOT NULL
     ORDER BY queue, unique_key
     ON CONFLICT (queue, key) DO UPDATE SET
         job_id = CASE WHEN k.expires_at <= {now} THEN excluded.job_id ELSE k.job_id END,
+        until_done = CASE WHEN k.expires_at <= {now} THEN excluded.until_done ELSE k.until_done END,
         expires_at = CASE WHEN k.expires_at <= {now} THEN excluded.expires_at ELSE k.expires_at END
     RETURNING k.queue, k.key, k.job_id
 ),
@@ -329,7 +332,9 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token
-RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
+    -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
 
 
 -- name: ack_results
@@ -343,7 +348,9 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
 WHERE t.id = d.id AND t.lease_token = d.token
-RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
+    -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
 
 
 -- name: fail
