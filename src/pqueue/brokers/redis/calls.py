@@ -74,7 +74,14 @@ def ack(
     return ScriptCall(
         "ack",
         [k.active, k.completed, k.settled, k.followed],
-        [now, k.job_prefix, retention_ms, encode_leases(leases, results), results_channel],
+        [
+            now,
+            k.job_prefix,
+            retention_ms,
+            encode_leases(leases, results, unique=True),
+            results_channel,
+            k.unique_prefix,
+        ],
     )
 
 
