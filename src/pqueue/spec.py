@@ -232,11 +232,6 @@ def build_spec(
     )
     if parents and unique_seconds is not None:
         raise InvalidOption("depends_on cannot be combined with unique_for (a waiting job holds no key)")
-    if parents and limit is not None:
-        raise InvalidOption(
-            "depends_on cannot be combined with a rate/concurrency limit yet: put the dependent "
-            "job on a queue without limits (docs/limits.md)"
-        )
     return JobSpec(
         id=job_id,
         type=job_type,

@@ -94,7 +94,7 @@ class JobIn(BaseModel):
             # The rules between options (pqueue.spec), so that every body the schema allows
             # is one the enqueue accepts: unique_key needs unique_for; delay and run_at
             # exclude each other; limit_key needs rate or concurrency; a job with parents
-            # takes neither a unique key nor a limit.
+            # takes no unique key (it may take a limit).
             "allOf": [
                 {"if": _given("unique_key", "string"), "then": _given("unique_for", "number")},
                 {
@@ -106,19 +106,7 @@ class JobIn(BaseModel):
                     "if": _given("limit_key", "string"),
                     "then": {"anyOf": [_given("rate", "string"), _given("concurrency", "integer")]},
                 },
-                {
-                    "if": _HAS_PARENTS,
-                    "then": {
-                        "not": {
-                            "anyOf": [
-                                _given("unique_for", "number"),
-                                _given("limit_key", "string"),
-                                _given("rate", "string"),
-                                _given("concurrency", "integer"),
-                            ]
-                        }
-                    },
-                },
+                {"if": _HAS_PARENTS, "then": {"not": _given("unique_for", "number")}},
             ],
             "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "queue": "default"}],
         },

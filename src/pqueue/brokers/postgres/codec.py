@@ -140,6 +140,10 @@ def waiting_params(specs: Sequence[JobSpec]) -> dict[str, list[Any]]:
         **column_arrays(specs, [s.id for s in specs]),
         "parents": [",".join(s.depends_on) for s in specs],
         "on_parent_failure": [s.on_parent_failure for s in specs],
+        "limit_key": [None if s.limit is None else s.limit.key for s in specs],
+        "limit_rate": [None if s.limit is None else s.limit.rate for s in specs],
+        "limit_burst": [None if s.limit is None else s.limit.burst for s in specs],
+        "limit_concurrency": [None if s.limit is None else s.limit.concurrency for s in specs],
     }
 
 

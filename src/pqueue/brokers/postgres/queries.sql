@@ -992,27 +992,39 @@ SELECT id::text, status FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) ORDER
 -- Store jobs that wait for parents (`waiting`, parents_left = how many). Their run_at is
 -- computed now, as for any job; a job released later runs at max(run_at, release time).
 -- Jobs whose id exists are skipped; their queues are recorded (list_queues, counts).
--- Returns the ids created.
+-- A limited job keeps its limit (ADR 0110) and its group's row is made now, as `enqueue`
+-- makes it: once released (job_finished), the job is claimed by claim_limited like any
+-- limited job. Returns the ids created.
 WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left,
+        limit_key, limit_rate, limit_burst, limit_concurrency
     )
     SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
            {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
            string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
-           cardinality(string_to_array(i.parents, ','))
+           cardinality(string_to_array(i.parents, ',')),
+           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency
     FROM unnest(
         %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
         %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
+        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[],
+        %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
+        %(limit_concurrency)b::int[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
-                           timeout, idempotency_key, meta, parents, on_parent_failure, ord)
+                           timeout, idempotency_key, meta, parents, on_parent_failure,
+                           limit_key, limit_rate, limit_burst, limit_concurrency, ord)
     ORDER BY i.ord
     ON CONFLICT (id) DO NOTHING
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, j.limit_key
+),
+groups AS (
+    INSERT INTO {schema}.limit_groups (queue, key)
+    SELECT DISTINCT queue, limit_key FROM created WHERE limit_key IS NOT NULL ORDER BY queue, limit_key
+    ON CONFLICT (queue, key) DO NOTHING
 ),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)

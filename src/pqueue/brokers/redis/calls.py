@@ -193,7 +193,7 @@ def settle(
 ) -> ScriptCall:
     return ScriptCall(
         "settle",
-        [k.pending, k.scheduled, k.waiting, k.cancelled, k.settled, k.seq, k.followed],
+        [k.pending, k.scheduled, k.waiting, k.cancelled, k.settled, k.seq, k.followed, lanes_of(k).zset],
         [
             now,
             k.job_prefix,
@@ -206,6 +206,7 @@ def settle(
             k.queue,
             results_channel,
             MAX_ERROR_HISTORY,
+            lanes_of(k).prefix,
             *children,
         ],
     )

@@ -119,6 +119,9 @@ def waiting_header(specs: Sequence[JobSpec]) -> str:
             job["idempotency_key"] = s.idempotency_key
         if s.meta:
             job["meta"] = _utf8_json(_compact(dict(s.meta)))
+        if s.limit is not None:  # kept for its release into the group's lane (ADR 0110)
+            job["limit_key"] = s.limit.key
+            job["limit"] = s.limit.to_text()
         jobs.append(job)
     return _compact(jobs)
 

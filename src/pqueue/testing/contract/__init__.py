@@ -18,6 +18,7 @@ from pqueue.testing.contract.enqueue import EnqueueContract
 from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
 from pqueue.testing.contract.lifecycle import LifecycleContract
+from pqueue.testing.contract.limited_flows import LimitedFlowContract
 from pqueue.testing.contract.limits import LimitsContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract
@@ -46,6 +47,7 @@ ALL_CONTRACTS = (
     FlowContract,
     LimitsContract,
     CompletionContract,
+    LimitedFlowContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]
