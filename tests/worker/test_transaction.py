@@ -8,6 +8,7 @@ capability. The crash proof with real processes is tests/worker/test_transaction
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,11 +17,11 @@ import pytest
 import pytest_asyncio
 from psycopg import sql
 
-from pqueue import AsyncClient, Capability, Job, JobStatus, NotSupported, Router
+from pqueue import AsyncClient, Capability, Job, JobStatus, LeaseLost, NotSupported, Router
 from pqueue.broker import FullBroker
 from pqueue.clock import ManualClock
 from tests.conftest import only_backends, service_url
-from tests.worker.conftest import MakeWorker, running, settled
+from tests.worker.conftest import MakeWorker, eventually, running, settled
 
 
 @pytest_asyncio.fixture
@@ -181,3 +182,66 @@ async def test_outside_its_handler_a_job_has_no_transaction(client: AsyncClient)
     job = await client.get_job((await client.enqueue("write", {})).id)
     with pytest.raises(RuntimeError, match="only inside the handler"):
         job.transaction()
+
+
+@only_backends("postgres")
+async def test_a_sync_handler_completes_with_its_own_sqlalchemy_session(
+    client: AsyncClient, make_worker: MakeWorker, effects: str
+) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.orm import Session
+
+    url = service_url("postgres")
+    assert url is not None
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    router = Router()
+
+    @router.task("orm_sync")
+    def orm_sync(job: Job) -> None:
+        with Session(engine) as session, job.transaction(session):
+            session.execute(
+                text(f"INSERT INTO {effects} (job_id, note) VALUES (:id, 'orm sync')"), {"id": job.id}
+            )
+
+    try:
+        async with running(make_worker(router)):
+            job = await settled(client, (await client.enqueue("orm_sync", {})).id)
+    finally:
+        engine.dispose()
+    assert job.status is JobStatus.COMPLETED
+    assert await rows_of(effects) == [(job.id, "orm sync")]
+
+
+@only_backends("postgres")
+async def test_a_lost_lease_rolls_the_handlers_rows_back(
+    client: AsyncClient, make_worker: MakeWorker, effects: str, broker: FullBroker, clock: ManualClock
+) -> None:
+    """A zombie: its lease is taken back while it is in the block; the ack finds a new
+    token, the block raises LeaseLost and its insert never lands."""
+    router = Router()
+    inside = asyncio.Event()
+    go_on = asyncio.Event()
+    raised: list[BaseException] = []
+
+    @router.task("zombie")
+    async def zombie(job: Job) -> None:
+        try:
+            async with job.transaction() as conn:
+                await conn.execute(insert(effects), [job.id, f"run {job.recoveries}"])
+                if job.recoveries == 0:
+                    inside.set()
+                    await go_on.wait()
+        except LeaseLost as exc:
+            raised.append(exc)
+            raise
+
+    async with running(make_worker(router, lease=30)):
+        job_id = (await client.enqueue("zombie", {})).id
+        await asyncio.wait_for(inside.wait(), 20)
+        clock.advance(31)  # the lease expires: recovered, and claimed again by this worker
+        await broker.recover()  # or the worker's own maintenance does it first
+        job = await settled(client, job_id, JobStatus.COMPLETED)
+        go_on.set()
+        await eventually(lambda: raised, what="the zombie's LeaseLost")
+    assert job.recoveries == 1
+    assert await rows_of(effects) == [(job_id, "run 1")]

@@ -51,15 +51,17 @@ class Completions:
         """Marks the lease as being settled, so a heartbeat refused after the commit is no loss."""
         self.encode = encode
         """The result's JSON text, as the worker stores a handler's return value."""
-        self.committed: set[str] = set()
-        """Ids of jobs whose handler committed their completion; the executor takes them out."""
+        self.committed: set[tuple[str, str]] = set()
+        """(job id, lease token) of runs whose handler committed their job's completion; the
+        executor takes them out. The token tells a zombie run of the same job apart."""
 
-    def take(self, job_id: str) -> bool:
-        """Whether the job was completed in its handler's transaction (forgets it)."""
+    def take(self, lease: Lease) -> bool:
+        """Whether this run completed its job in its handler's transaction (forgets it)."""
         if not self.committed:
             return False
-        if job_id in self.committed:
-            self.committed.discard(job_id)
+        run = (lease.job.id, lease.token)
+        if run in self.committed:
+            self.committed.discard(run)
             return True
         return False
 
@@ -142,7 +144,7 @@ class JobTransaction:
             await self._open.__aexit__(type(failure), failure, failure.__traceback__)
             raise
         await self._open.__aexit__(None, None, None)  # commits
-        self._completions.committed.add(self._lease.job.id)
+        self._completions.committed.add((self._lease.job.id, self._lease.token))
         return None
 
     # -- sync handlers ------------------------------------------------------------------
@@ -172,5 +174,6 @@ class JobTransaction:
             self._open_sync.__exit__(type(failure), failure, failure.__traceback__)
             raise
         self._open_sync.__exit__(None, None, None)
-        self._completions.committed.add(self._lease.job.id)  # set.add: safe from a thread
+        # set.add from the handler thread: atomic under the GIL
+        self._completions.committed.add((self._lease.job.id, self._lease.token))
         return None

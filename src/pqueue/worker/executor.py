@@ -101,7 +101,7 @@ class Executor:
         started = perf_counter()
         ok, value = await self._call(handler, lease, timeout)
         duration = perf_counter() - started
-        if self.completions.take(job.id):
+        if self.completions.take(lease):
             await self._committed(lease, None if ok else value, key=key, owner=owner, duration=duration)
             return
         if cancellation.any_requested() and cancellation.requested(job.id):
