@@ -245,3 +245,39 @@ async def test_a_lost_lease_rolls_the_handlers_rows_back(
         await eventually(lambda: raised, what="the zombie's LeaseLost")
     assert job.recoveries == 1
     assert await rows_of(effects) == [(job_id, "run 1")]
+
+
+@only_backends("postgres")
+async def test_after_the_commit_the_worker_neither_acks_nor_fails_the_job(
+    client: AsyncClient, make_worker: MakeWorker, effects: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pqueue.brokers.postgres import PostgresBroker
+
+    settled_ids: list[tuple[str, str]] = []
+    real_ack, real_fail = PostgresBroker.ack, PostgresBroker.fail
+
+    async def ack(self: PostgresBroker, leases: Any, results_json: Any = None) -> list[bool]:
+        settled_ids.extend(("ack", lease.job.id) for lease in leases)
+        return await real_ack(self, leases, results_json)
+
+    async def fail(self: PostgresBroker, lease: Any, error: Any, *, retry_in: float | None) -> bool:
+        settled_ids.append(("fail", lease.job.id))
+        return await real_fail(self, lease, error, retry_in=retry_in)
+
+    monkeypatch.setattr(PostgresBroker, "ack", ack)
+    monkeypatch.setattr(PostgresBroker, "fail", fail)
+    router = Router()
+
+    @router.task("then_raise")
+    async def then_raise(job: Job) -> None:
+        async with job.transaction() as conn:
+            await conn.execute(insert(effects), [job.id, "committed"])
+        raise RuntimeError("after the commit")
+
+    worker = make_worker(router)
+    async with running(worker):
+        job = await settled(client, (await client.enqueue("then_raise", {})).id)
+    assert job.status is JobStatus.COMPLETED and job.errors == ()
+    assert settled_ids == []  # the transaction settled it: no second ack, no failure
+    assert worker.counters.completed == 1 and worker.counters.retried == 0
+    assert await rows_of(effects) == [(job.id, "committed")]
