@@ -32,7 +32,7 @@ from pqueue.brokers.postgres.codec import (
     row_to_lease,
     waiting_params,
 )
-from pqueue.brokers.postgres.completion import AsyncAck, Completions, SyncAck
+from pqueue.brokers.postgres.completion import AsyncAck, HandlerTransactions, SyncAck
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.control import PostgresControl
 from pqueue.brokers.postgres.core import Rows, Statement, settled
@@ -106,7 +106,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         self.parkings = 0  # claimers parked so far (Capability.HANDOFF)
         self._wakeups = Wakeups()
         self._results = ResultWaiters()
-        self._completions = Completions(config, clock)
+        self._completions = HandlerTransactions(config, clock)
 
     def sync_transport(self) -> PostgresSyncTransport:
         """The sync ``Client``'s direct path over this broker's steps (a blocking psycopg

@@ -85,7 +85,7 @@ def _unsupported(conn: Any, call: str) -> TypeError:
     )
 
 
-class Completions:
+class HandlerTransactions:
     """The Postgres broker's side of transactional completion, and its handler pools."""
 
     def __init__(self, config: PostgresConfig, clock: Clock | None) -> None:
