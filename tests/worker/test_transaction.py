@@ -281,3 +281,18 @@ async def test_after_the_commit_the_worker_neither_acks_nor_fails_the_job(
     assert settled_ids == []  # the transaction settled it: no second ack, no failure
     assert worker.counters.completed == 1 and worker.counters.retried == 0
     assert await rows_of(effects) == [(job.id, "committed")]
+
+
+@only_backends("postgres")
+async def test_an_async_handler_must_use_async_with(client: AsyncClient, make_worker: MakeWorker) -> None:
+    router = Router()
+
+    @router.task("blocking")
+    async def blocking(job: Job) -> None:
+        with job.transaction():  # would block the event loop: refused
+            pass
+
+    async with running(make_worker(router)):
+        job = await settled(client, (await client.enqueue("blocking", {}, max_retries=0)).id)
+    assert job.status is JobStatus.DEAD and job.last_error is not None
+    assert job.last_error.kind == "TypeError" and "async with" in job.last_error.message
