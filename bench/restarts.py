@@ -5,7 +5,7 @@ cluster via initdb/pg_ctl as the postgres OS user), enqueues ``--jobs`` jobs, dr
 through ``--workers`` ``pqueue worker`` processes (lease ``--lease`` s) and stops the
 server ``--restarts`` times for ``--down`` seconds each: gracefully (SIGTERM /
 ``pg_ctl stop -m fast``) or by a crash (SIGKILL / ``pg_ctl stop -m immediate``). The
-scenario is tests/restart_scenario.py, the one the restart tests assert on. Reports:
+scenario is pqueue.testing.faults.restarts, the one the restart tests assert on. Reports:
 
   lost / exits       jobs never completed, workers that died (both must be 0)
   repeats/restart    extra runs per restart (0 after graceful ones; a crash may forget
@@ -32,10 +32,11 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.restart_scenario, tests.private_servers
+sys.path.insert(0, str(ROOT))  # tests.private_servers
 
-from tests import restart_scenario  # noqa: E402
 from tests.private_servers import PrivatePostgres, PrivateRedis  # noqa: E402
+
+from pqueue.testing.faults import restarts as restart_scenario  # noqa: E402
 
 
 def _figures(values: list[float | None]) -> str:
@@ -72,7 +73,7 @@ async def one(backend: str, plan: restart_scenario.Plan) -> restart_scenario.Out
         postgres = PrivatePostgres()
         try:
             postgres.start()
-            restart_scenario.migrate(postgres.url)
+            postgres.migrate()
             return await restart_scenario.run(plan, postgres, postgres.url, workdir)
         finally:
             postgres.remove()

@@ -1,5 +1,6 @@
 """Private Redis and Postgres servers we own, for faults that must not touch the shared
-ones: SCRIPT FLUSH, killed connections, restarts and crashes.
+ones: SCRIPT FLUSH, killed connections, restarts and crashes (each is a
+:class:`pqueue.testing.faults.restarts.Server`).
 
 Each runs on a free loopback port (tests/ports.py) with its data in a directory of its own, and can be
 stopped gracefully (:meth:`stop`), crashed (:meth:`kill`) and started again on the same
@@ -24,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -162,6 +164,12 @@ class PrivatePostgres:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.dir / "postgres.log"), "-o", options, "-w",
                   "-t", str(int(START_TIMEOUT)), "start")  # fmt: skip
         _wait_for_port(self.port, START_TIMEOUT, f"postgres (see {self.dir / 'postgres.log'})")
+
+    def migrate(self) -> None:
+        """Create pqueue's schema (the CLI, as an operator would)."""
+        subprocess.run(
+            [sys.executable, "-m", "pqueue", "migrate", "--dsn", self.url], check=True, capture_output=True
+        )
 
     def stop(self) -> None:
         """Shut down cleanly (``-m fast``: sessions are ended, a checkpoint is written)."""

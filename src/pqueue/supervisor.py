@@ -14,6 +14,13 @@ or ended by the forwarded signal itself before it had installed its handlers, so
 it held any job); 1 when a child kept dying right after starting (the pool gave up);
 else the first non-zero exit code of a child, e.g. 143 (128 + SIGTERM) for a child
 forced out by a second signal.
+
+The pool's size can change while it runs (:meth:`Supervisor.resize`, called by
+:mod:`pqueue.autoscaler` for ``--autoscale MIN:MAX``): the watch loop starts children
+into free slots, or retires the newest ones. A retired child gets one SIGTERM and drains
+like any stopping worker (its running jobs finish, its prefetched ones go back unrun, so
+no attempt is burnt); it is not restarted, whatever its exit, and a pool-wide stop does
+not send it the same signal again (a second one would force it out), only a second stop does.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ class _Child:
     proc: subprocess.Popen[bytes]
     started: float = field(default_factory=time.monotonic)
     failures: int = 0
+    retiring: bool = False
 
 
 class Supervisor:
@@ -65,9 +73,12 @@ class Supervisor:
         self.command = list(command)
         self.env = dict(env) if env is not None else None  # None: the children inherit ours
         self.processes = processes
+        self.target = processes
+        """The size the pool is kept at (:meth:`resize`); ``processes`` is the size it starts at."""
         self.signals = 0
         self.gave_up = False
         self._children: dict[int, _Child] = {}
+        self._retiring: dict[int, _Child] = {}  # pid -> a child told to drain and leave
         self._restart_at: dict[int, tuple[float, int]] = {}  # slot -> (when, failures)
         self._forwarded: set[int] = set()  # signal numbers sent to the children
         self._spawning = False
@@ -79,6 +90,21 @@ class Supervisor:
         """True while the pool runs and its watch loop turns (a liveness probe, from any thread)."""
         ticked = self._ticked
         return ticked is not None and time.monotonic() - ticked < LIVE_WITHIN
+
+    @property
+    def size(self) -> int:
+        """Processes in the pool now: running (retiring ones excluded) or waiting for their restart."""
+        return len(self._children) + len(self._restart_at)
+
+    def resize(self, processes: int) -> bool:
+        """Keep the pool at ``processes`` (>= 1) from the watch loop's next turn (any thread);
+        False, and nothing changes, once the pool is stopping."""
+        if processes < 1:
+            raise ValueError("processes must be >= 1")
+        if self.signals:
+            return False
+        self.target = processes
+        return True
 
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -128,9 +154,72 @@ class Supervisor:
 
     def _forward(self, signum: int) -> None:
         self._forwarded.add(signum)
-        for child in list(self._children.values()):
+        retiring = list(self._retiring.values()) if self.signals > 1 else []  # they drain already
+        for child in [*self._children.values(), *retiring]:
             if child.proc.poll() is None:
                 child.proc.send_signal(signum)
+
+    def _apply_target(self) -> None:
+        """Start or retire children until the pool is :attr:`target` strong."""
+        while self.size < self.target and not self.signals:
+            taken = self._children.keys() | self._restart_at.keys()
+            self._spawn(min(set(range(self.size + 1)) - taken), failures=0)
+        while self.size > self.target:
+            slot = max(self._children.keys() | self._restart_at.keys())
+            if self._restart_at.pop(slot, None) is not None:
+                continue  # it was waiting for its restart: it stays stopped
+            child = self._children.pop(slot)
+            child.retiring = True
+            self._retiring[child.proc.pid] = child
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+            log.info("worker process %d (pid %d) retiring: it drains and exits", slot + 1, child.proc.pid)
+
+    def _retired(self, child: _Child, code: int) -> None:
+        """A retired child exited: never restarted, whatever its exit code."""
+        del self._retiring[child.proc.pid]
+        self._notify_exit(child)
+        if code == 0:
+            log.info("worker process %d (pid %d) retired", child.slot + 1, child.proc.pid)
+        else:  # e.g. SIGKILL: its jobs come back when their leases expire
+            log.warning(
+                "worker process %d (pid %d) exited with %d while retiring; not restarted",
+                child.slot + 1,
+                child.proc.pid,
+                code,
+            )
+
+    def _notify_exit(self, child: _Child) -> None:
+        try:
+            self._on_exit(child.proc.pid)
+        except Exception:  # a bookkeeping hook must not end the pool
+            log.exception("on_exit hook failed for pid %d; ignored", child.proc.pid)
+
+    def _died(self, child: _Child, code: int, now: float) -> None:
+        """A child exited while the pool runs: restart it (after a back-off if it died young),
+        or stop the pool when it keeps dying right after starting."""
+        slot = child.slot
+        failures = child.failures + 1 if now - child.started < YOUNG else 0
+        if failures >= GIVE_UP_AFTER:
+            log.critical(
+                "worker process %d died %d times in a row right after starting (last exit code %d); "
+                "stopping all worker processes",
+                slot + 1,
+                failures,
+                code,
+            )
+            self.gave_up = True
+            self._on_signal(signal.SIGTERM, None)
+            return
+        delay = min(MAX_BACKOFF, 0.5 * 2**failures) if failures else 0.0
+        log.error(
+            "worker process %d (pid %d) exited with %d; restarting in %.1fs",
+            slot + 1,
+            child.proc.pid,
+            code,
+            delay,
+        )
+        self._restart_at[slot] = (now + delay, failures)
 
     def _stop_code(self, slot: int, code: int) -> int:
         """A child's exit code once the pool is stopping, in the shell's convention."""
@@ -142,46 +231,31 @@ class Supervisor:
         return 128 - code  # -N: killed by signal N
 
     def _watch(self) -> int:
-        codes: dict[int, int] = {}
-        while self._children or (self._restart_at and not self.signals):
+        codes: dict[int, int] = {}  # slot (a retired child: -pid) -> exit code, once the pool stops
+        while self._children or self._retiring or (self._restart_at and not self.signals):
             now = self._ticked = time.monotonic()
+            for child in list(self._retiring.values()):
+                code = child.proc.poll()
+                if code is not None:
+                    self._retired(child, code)
+                    if self.signals:
+                        codes[-child.proc.pid] = self._stop_code(child.slot, code)
             for slot, child in list(self._children.items()):
                 code = child.proc.poll()
                 if code is None:
                     continue
                 del self._children[slot]
-                try:
-                    self._on_exit(child.proc.pid)
-                except Exception:  # a bookkeeping hook must not end the pool
-                    log.exception("on_exit hook failed for pid %d; ignored", child.proc.pid)
+                self._notify_exit(child)
                 if self.signals:
                     codes[slot] = self._stop_code(slot, code)
-                    continue
-                failures = child.failures + 1 if now - child.started < YOUNG else 0
-                if failures >= GIVE_UP_AFTER:
-                    log.critical(
-                        "worker process %d died %d times in a row right after starting (last exit code %d); "
-                        "stopping all worker processes",
-                        slot + 1,
-                        failures,
-                        code,
-                    )
-                    self.gave_up = True
-                    self._on_signal(signal.SIGTERM, None)
-                    continue
-                delay = min(MAX_BACKOFF, 0.5 * 2**failures) if failures else 0.0
-                log.error(
-                    "worker process %d (pid %d) exited with %d; restarting in %.1fs",
-                    slot + 1,
-                    child.proc.pid,
-                    code,
-                    delay,
-                )
-                self._restart_at[slot] = (now + delay, failures)
+                else:
+                    self._died(child, code, now)
             for slot, (when, failures) in list(self._restart_at.items()):
                 if when <= now and not self.signals:
                     self._restart_at.pop(slot, None)  # a signal handler may have cleared it meanwhile
                     self._spawn(slot, failures=failures)
+            if not self.signals:
+                self._apply_target()
             time.sleep(POLL)
         bad = [code for code in codes.values() if code != 0]
         log.info("all worker processes stopped%s", f" (exit codes {sorted(codes.values())})" if bad else "")

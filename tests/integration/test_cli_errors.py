@@ -14,7 +14,7 @@ from pqueue.errors import BrokerUnreachable, PQueueError, SchemaError
 from tests.conftest import service_url
 from tests.private_servers import free_port
 
-APP = "tests.worker.apps.restart_app:router"
+APP = "pqueue.testing.faults.restart_app:router"
 CLOSED = [
     ("redis://:s3cret@127.0.0.1:{port}/0", "Redis"),
     ("postgresql://u:s3cret@127.0.0.1:{port}/db", "Postgres"),

@@ -1,7 +1,8 @@
 """deploy/'s files as the tests (and .ci/deploy-check.sh) read them.
 
-Run as a script, it prints the Grafana dashboard's expressions as Prometheus recording
-rules, so ``promtool check rules`` parses them: ``python3 tests/metrics/deploy_files.py``.
+Run as a script, it prints the Grafana dashboard's expressions and the KEDA ScaledObject's
+query (deploy/k8s/keda) as Prometheus recording rules, so ``promtool check rules`` parses
+them: ``python3 tests/metrics/deploy_files.py``.
 Only the standard library here: the CI script runs it outside the venv.
 """
 
@@ -29,10 +30,19 @@ def dashboard_exprs(rate_interval: str = RATE_INTERVAL) -> dict[str, str]:
     }
 
 
+def keda_query() -> str:
+    """The Prometheus query of deploy/k8s/keda/scaledobject-prometheus.yaml (read without
+    a YAML parser: the CI script runs this module outside the venv)."""
+    text = (DEPLOY / "k8s" / "keda" / "scaledobject-prometheus.yaml").read_text()
+    [line] = [line for line in text.splitlines() if line.strip().startswith("query:")]
+    return line.split("query:", 1)[1].strip()
+
+
 def recording_rules() -> str:
     lines = ["groups:", "  - name: dashboard", "    rules:"]
     for n, expr in enumerate(dashboard_exprs().values()):
         lines += [f"      - record: dashboard:expr{n}", f"        expr: {json.dumps(expr)}"]
+    lines += ["      - record: keda:worker_jobs", f"        expr: {json.dumps(keda_query())}"]
     return "\n".join(lines) + "\n"
 
 

@@ -73,3 +73,5 @@ async def test_a_pool_of_two_processes_is_counted_on_one_port(backend_dsn: str) 
     assert len(pids) == 12 and len(set(pids)) == 2  # both processes ran jobs, one port counted them all
     assert value(s, "pqueue_job_run_seconds_count", type="metrics:nap") == 12
     assert value(s, "pqueue_jobs_in_flight", queue=QUEUE) == 0
+    assert value(s, "pqueue_worker_processes") == 2  # the pool's own size (docs/scaling.md)
+    assert not [name for name, _ in s if name.startswith("pqueue_autoscale")]  # a fixed pool: no events

@@ -26,7 +26,7 @@ from tests.conftest import only_backends
 from tests.metrics.app import QUEUE
 from tests.metrics.app import router as app_router
 from tests.metrics.conftest import require_binary
-from tests.metrics.deploy_files import DEPLOY, dashboard_exprs
+from tests.metrics.deploy_files import DEPLOY, dashboard_exprs, keda_query
 from tests.metrics.procs import metrics_worker
 from tests.metrics.scrape import fetch
 from tests.ports import free_port
@@ -149,6 +149,16 @@ async def test_prometheus_reads_the_counters_and_evaluates_every_panel_and_alert
                 return [name for name, expr in exprs.items() if not result(prom, expr)]
 
             await eventually(lambda: not empty_panels(), timeout=30, interval=0.5, what="data in every panel")
+
+            # KEDA's Prometheus trigger (deploy/k8s/keda): its query, on this run's queue, is
+            # one number, the jobs pending or active, as the gauges say.
+            keda = keda_query().replace('queue=~"critical|default|low"', f'queue=~"{QUEUE}"')
+            [row] = result(prom, keda)
+            wanting = (
+                f'max(pqueue_queue_jobs{{queue="{QUEUE}",status="pending"}})'
+                f' + max(pqueue_queue_jobs{{queue="{QUEUE}",status="active"}})'
+            )
+            assert float(row["value"][1]) == scalar(prom, wanting)
 
             alerts = {
                 rule["name"]: rule

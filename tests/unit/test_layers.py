@@ -20,13 +20,14 @@ _SPEC = importlib.util.find_spec("pqueue")
 assert _SPEC is not None and _SPEC.origin is not None
 SRC = Path(_SPEC.origin).parent
 BACKENDS = ("pqueue.brokers.redis", "pqueue.brokers.postgres", "pqueue.brokers.memory")
-OWN_COMMANDS = {"pqueue.cli.migrate"}
-"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command."""
+OWN_COMMANDS = {"pqueue.cli.migrate", "pqueue.testing.plugin"}
+"""Generic modules allowed to import a backend: ``pqueue migrate`` is Postgres's own command,
+and the pytest plugin's ``pqueue_memory_dsn`` drops the memory store it made."""
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "foundation": (
         "errors", "clock", "durations", "ids", "extras", "suggest", "steps", "loops", "cancellation",
-        "supervisor",
+        "supervisor", "autoscale",
     ),
     "model": (
         "job", "spec", "limits", "retry", "priority", "outcome", "task", "options", "periodic", "workflow",
@@ -38,7 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing",
+        "testing", "autoscaler",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""

@@ -85,3 +85,41 @@ def test_supervisor_gives_up_on_children_that_cannot_start(monkeypatch: pytest.M
     monkeypatch.setattr(supervisor, "MAX_BACKOFF", 0.01)
     pool = supervisor.Supervisor([sys.executable, "-c", "raise SystemExit(3)"], processes=2)
     assert pool.run() == 1 and pool.gave_up
+
+
+def test_resize_retires_the_newest_child_once_and_never_restarts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retired child gets one SIGTERM; the pool-wide stop does not signal it again (that
+    would force it out of its drain), and its exit is not a crash to restart."""
+    sent: list[tuple[int, int]] = []
+    real_send = subprocess.Popen.send_signal
+
+    def recording_send(self: subprocess.Popen[bytes], signum: int) -> None:
+        sent.append((self.pid, signum))
+        real_send(self, signum)
+
+    monkeypatch.setattr(subprocess.Popen, "send_signal", recording_send)
+    # A child that ignores the first SIGTERM for a moment, as a draining worker does.
+    draining = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, lambda *a: exit(0)); time.sleep(30)",
+    ]
+    pool = supervisor.Supervisor(draining, processes=2)
+    real_apply = pool._apply_target
+    steps = iter([lambda: pool.resize(1), lambda: os.kill(os.getpid(), signal.SIGTERM)])
+    retired: set[int] = set()
+
+    def apply_then_step() -> None:
+        real_apply()
+        retired.update(pool._retiring)
+        if len(pool._children) == 2 or pool._retiring:
+            next(steps, lambda: None)()
+
+    monkeypatch.setattr(pool, "_apply_target", apply_then_step)
+    assert pool.run() == 0
+    pids = sorted({pid for pid, _ in sent})
+    assert len(pids) == 2
+    assert [signum for pid, signum in sent if pid == max(pids)] == [signal.SIGTERM], (
+        "the retired child was signalled again"
+    )
+    assert pool.size == 0 and pool.target == 1 and not pool._retiring

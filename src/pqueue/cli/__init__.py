@@ -15,6 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from pqueue.cli._options import UsageError
 from pqueue.errors import PQueueError
 
 
@@ -45,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(func(args))
+    except UsageError as exc:  # a rule of the flags: argparse's exit code, without its usage dump
+        print(f"pqueue: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     except PQueueError as exc:
         # An expected failure (an unreachable broker, a missing schema, a bad option): one
         # line naming the cause. The traceback only with --log-level DEBUG (or, for the

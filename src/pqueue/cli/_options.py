@@ -12,6 +12,11 @@ from pqueue.errors import ConfigError
 ENV_PREFIX = "PQUEUE_"
 
 
+class UsageError(ConfigError):
+    """Flags that cannot go together or a value outside its rule: the CLI prints the one
+    line and exits 2, as argparse does for a malformed command line."""
+
+
 def env_name(flag: str) -> str:
     """``--shutdown-timeout`` -> ``PQUEUE_SHUTDOWN_TIMEOUT``."""
     return ENV_PREFIX + flag.lstrip("-").replace("-", "_").upper()
@@ -70,6 +75,15 @@ class _Deferred:
 
     def __repr__(self) -> str:
         return repr(self.default)
+
+
+def given(args: argparse.Namespace, key: str) -> bool:
+    """Whether the flag behind ``args.<key>`` was set, on the command line or in its
+    environment variable (call before :func:`resolve`)."""
+    value = getattr(args, key)
+    if not isinstance(value, _Deferred):
+        return True
+    return bool(os.environ.get(env_name(value.flag)))
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:

@@ -2,25 +2,34 @@
 
 Every flag has a ``PQUEUE_*`` environment variable (``--shutdown-timeout`` ->
 ``PQUEUE_SHUTDOWN_TIMEOUT``; the router is ``PQUEUE_ROUTER``). ``--processes N`` runs
-N worker processes under a supervisor that forwards signals and restarts crashed ones.
+N worker processes under a supervisor that forwards signals and restarts crashed ones;
+``--autoscale MIN:MAX`` runs between MIN and MAX of them, as many as the backlog of the
+queues served needs (:mod:`pqueue.autoscale`, docs/scaling.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from pqueue.autoscale import Thresholds, parse_range
 from pqueue.brokers import is_known_scheme, known_schemes, redact
 from pqueue.cli._app import load_router
-from pqueue.cli._options import add_flag, boolean, from_env, resolve
+from pqueue.cli._options import UsageError, add_flag, boolean, from_env, given, resolve
 from pqueue.errors import ConfigError
 from pqueue.extras import install_hint
 from pqueue.logs import configure_logging
 from pqueue.loops import LOOP_CHOICES, loop_choice
+
+if TYPE_CHECKING:
+    from pqueue.autoscaler import Autoscaler
+    from pqueue.supervisor import Supervisor
 
 log = logging.getLogger("pqueue.worker")
 
@@ -39,6 +48,20 @@ def prefetch_count(text: str) -> int | None:
     value = int(text)
     if value < 0:
         raise ValueError(f"must be >= 0 or 'auto', got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"must be > 0, got {text}")
+    return value
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(f"must be >= 0 seconds, got {text}")
     return value
 
 
@@ -86,7 +109,10 @@ def add_parser(subparsers: Any) -> None:
     add_flag(
         parser, "--shutdown-timeout", type=float, default=30.0, help="seconds a drain waits for running jobs"
     )
-    add_flag(parser, "--processes", type=positive_int, default=1, help="worker processes to run")
+    add_flag(
+        parser, "--processes", type=positive_int, default=1, help="worker processes to run (a fixed pool)"
+    )
+    add_autoscale_flags(parser)
     add_flag(
         parser,
         "--prefetch",
@@ -130,8 +156,64 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def add_autoscale_flags(parser: argparse.ArgumentParser) -> None:
+    """``--autoscale MIN:MAX`` and its thresholds (:class:`pqueue.autoscale.Thresholds`)."""
+    defaults = Thresholds()
+    add_flag(
+        parser,
+        "--autoscale",
+        default=None,
+        metavar="MIN:MAX",
+        help="run MIN to MAX worker processes, as many as the waiting jobs need (instead of --processes)",
+    )
+    for flag, type_, default, text in (
+        (
+            "--autoscale-backlog",
+            positive_float,
+            defaults.backlog,
+            "grow when this many due jobs wait per slot",
+        ),
+        (
+            "--autoscale-age",
+            positive_float,
+            defaults.age,
+            "or when the oldest due job has waited this many seconds",
+        ),
+        ("--autoscale-up-after", seconds, defaults.up_after, "seconds the pressure must last before growing"),
+        (
+            "--autoscale-down-after",
+            seconds,
+            defaults.down_after,
+            "seconds a process must be spare before retiring it",
+        ),
+        ("--autoscale-cooldown", seconds, defaults.cooldown, "seconds after a change before the next"),
+        ("--autoscale-interval", positive_float, 1.0, "seconds between two reads of the queues"),
+    ):
+        add_flag(parser, flag, type=type_, default=default, help=text)
+
+
+def autoscale_bounds(args: argparse.Namespace, *, processes_given: bool) -> tuple[int, int] | None:
+    """``(MIN, MAX)`` of ``--autoscale``, None without it; :class:`UsageError` naming the rule broken."""
+    if args.autoscale is None or not str(args.autoscale).strip():
+        return None
+    if processes_given:
+        raise UsageError(
+            "--autoscale and --processes cannot go together: --processes N is a fixed pool, "
+            "--autoscale MIN:MAX one that grows and shrinks"
+        )
+    try:
+        bounds = parse_range(args.autoscale)
+    except ValueError as exc:
+        raise UsageError(f"--autoscale {exc}") from None
+    if args.dsn and args.dsn.startswith("memory:"):
+        raise UsageError("--autoscale needs a shared broker: memory:// lives in one process")
+    return bounds
+
+
 def run(args: argparse.Namespace) -> int:
+    processes_given = given(args, "processes")
     resolve(args)
+    bounds = autoscale_bounds(args, processes_given=processes_given)
     args.router = args.router or os.environ.get("PQUEUE_ROUTER")
     if args.strict is None:
         args.strict = from_env("--strict", boolean, False)
@@ -143,43 +225,101 @@ def run(args: argparse.Namespace) -> int:
     if not is_known_scheme(scheme):
         raise ConfigError(f"--dsn {redact(args.dsn)!r}: use one of {', '.join(known_schemes())}://...")
     configure_logging(args.log_level, args.log_format)
-    if args.processes > 1:
-        from pqueue.supervisor import Supervisor
-
+    if bounds is not None or args.processes > 1:
         if args.dsn.startswith("memory:"):
             log.warning(
                 "memory:// lives in one process: %d worker processes will not share jobs", args.processes
             )
 
         load_router(args.router)  # fail here, once, rather than in every child
-        if args.metrics_port is None:
-            return Supervisor(child_command(args), args.processes, env=child_env(args)).run()
-        return _serve_pool_with_metrics(args)
+        return _run_pool(args, bounds)
     return serve(args)
 
 
-def _serve_pool_with_metrics(args: argparse.Namespace) -> int:
-    """``--processes N --metrics-port P``: the children write metrics to a shared directory,
-    this process serves them on the one port (ADR 0085)."""
-    require_metrics_extra()
-    from pqueue.metrics.exporter import PoolMetrics
+def _run_pool(args: argparse.Namespace, bounds: tuple[int, int] | None) -> int:
+    """A supervised pool: ``--processes N`` or ``--autoscale MIN:MAX``. With ``--metrics-port``
+    the children write metrics to a shared directory and this process serves them on the
+    one port (ADR 0085), with the pool's own size and scale events."""
     from pqueue.supervisor import Supervisor
 
-    pool = PoolMetrics()
-    try:
-        supervisor = Supervisor(
-            [*child_command(args), "--metrics-dir", pool.directory],
-            args.processes,
-            env={**child_env(args), **pool.child_env},
-            on_exit=pool.process_dead,
-        )
-        exporter = pool.exporter(
-            args.dsn, host=args.metrics_host, port=args.metrics_port, live=supervisor.responsive
-        )
-        with exporter:
-            return supervisor.run()
-    finally:
-        pool.close()
+    with contextlib.ExitStack() as stack:
+        command, env = child_command(args), child_env(args)
+        on_exit: Callable[[int], None] = lambda pid: None  # noqa: E731
+        pool = None
+        if args.metrics_port is not None:
+            require_metrics_extra()
+            from pqueue.metrics.exporter import PoolMetrics
+
+            pool = PoolMetrics()
+            stack.callback(pool.close)
+            command, env, on_exit = (
+                [*command, "--metrics-dir", pool.directory],
+                {**env, **pool.child_env},
+                pool.process_dead,
+            )
+        supervisor = Supervisor(command, bounds[0] if bounds else args.processes, env=env, on_exit=on_exit)
+        events: Callable[[], dict[str, int]] | None = None
+        if bounds is not None:
+            autoscaler = _autoscaler(args, supervisor, bounds, stack)
+            events = lambda: dict(autoscaler.events)  # noqa: E731
+        if pool is not None:
+            from pqueue.metrics.pool import PoolCollector
+
+            collector = PoolCollector(lambda: supervisor.size, events)
+            stack.enter_context(
+                pool.exporter(
+                    args.dsn,
+                    host=args.metrics_host,
+                    port=args.metrics_port,
+                    live=supervisor.responsive,
+                    extra=collector,
+                )
+            )
+        if bounds is not None:
+            autoscaler.start()
+            stack.callback(autoscaler.stop)
+        return supervisor.run()
+
+
+def _autoscaler(
+    args: argparse.Namespace, supervisor: Supervisor, bounds: tuple[int, int], stack: contextlib.ExitStack
+) -> Autoscaler:
+    """The thread that sizes ``supervisor`` from the broker's stats of the queues served."""
+    from pqueue.autoscaler import Autoscaler
+    from pqueue.priority import QueueSelection
+    from pqueue.sync import Client
+
+    client = Client(args.dsn)
+    stack.callback(client.close)
+    thresholds = Thresholds(
+        backlog=args.autoscale_backlog,
+        age=args.autoscale_age,
+        up_after=args.autoscale_up_after,
+        down_after=args.autoscale_down_after,
+        cooldown=args.autoscale_cooldown,
+    )
+    log.info(
+        "autoscale %d:%d worker processes of %d slots on %s (grow at %g due jobs per slot or %gs waited "
+        "for %gs; retire one spare for %gs; cool-down %gs)",
+        *bounds,
+        args.concurrency,
+        args.queues,
+        thresholds.backlog,
+        thresholds.age,
+        thresholds.up_after,
+        thresholds.down_after,
+        thresholds.cooldown,
+    )
+    return Autoscaler(
+        supervisor,
+        client.stats,
+        QueueSelection.parse(args.queues).names,
+        minimum=bounds[0],
+        maximum=bounds[1],
+        concurrency=args.concurrency,
+        thresholds=thresholds,
+        interval=args.autoscale_interval,
+    )
 
 
 def child_command(args: argparse.Namespace) -> list[str]:
@@ -207,8 +347,10 @@ def child_command(args: argparse.Namespace) -> list[str]:
 
 def child_env(args: argparse.Namespace) -> dict[str, str]:
     """The environment of the children of ``--processes N``: ours, with the DSN in ``PQUEUE_DSN``
-    and without ``PQUEUE_METRICS_PORT`` (only the parent serves the port)."""
-    env = {key: value for key, value in os.environ.items() if key != "PQUEUE_METRICS_PORT"}
+    and without ``PQUEUE_METRICS_PORT`` (only the parent serves the port) or ``PQUEUE_AUTOSCALE``
+    (only the parent scales; each child is one process)."""
+    parent_only = {"PQUEUE_METRICS_PORT", "PQUEUE_AUTOSCALE"}
+    env = {key: value for key, value in os.environ.items() if key not in parent_only}
     return {**env, "PQUEUE_DSN": args.dsn}
 
 

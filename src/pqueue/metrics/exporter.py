@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.registry import Collector
 
 from pqueue.metrics.collector import QueueCollector
 from pqueue.metrics.events import JobMetrics
@@ -47,11 +48,22 @@ class Exporter:
     loop thread): scrapes and readiness probes never run on the worker's event loop.
     """
 
-    def __init__(self, dsn: str, registry: CollectorRegistry, *, host: str, port: int, live: Check) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        registry: CollectorRegistry,
+        *,
+        host: str,
+        port: int,
+        live: Check,
+        extra: Collector | None = None,
+    ) -> None:
         from pqueue.sync import Client
 
         self.client = Client(dsn)
         registry.register(QueueCollector(self.client.stats))
+        if extra is not None:
+            registry.register(extra)
         self.server = MetricsServer(
             registry,
             host=host,
@@ -114,12 +126,16 @@ class PoolMetrics:
         prometheus-client picks its value store at import)."""
         return {MULTIPROC_ENV: self.directory}
 
-    def exporter(self, dsn: str, *, host: str, port: int, live: Check) -> Exporter:
+    def exporter(
+        self, dsn: str, *, host: str, port: int, live: Check, extra: Collector | None = None
+    ) -> Exporter:
+        """Serve the children's merged metrics, the broker gauges, and ``extra`` (the pool's own,
+        :class:`~pqueue.metrics.pool.PoolCollector`)."""
         from prometheus_client.multiprocess import MultiProcessCollector
 
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=self.directory)  # type: ignore[no-untyped-call]  # untyped upstream
-        return Exporter(dsn, registry, host=host, port=port, live=live)
+        return Exporter(dsn, registry, host=host, port=port, live=live, extra=extra)
 
     def process_dead(self, pid: int) -> None:
         """A child exited: its live gauges (jobs in flight) stop counting; its counters stay."""

@@ -8,6 +8,8 @@ pyarrow alone.
   per row, idempotently (ids from the row key).
 - ``spark.read.format("pqueue")``: jobs as rows (:data:`~pqueue.spark.history.JOB_SCHEMA_DDL`).
 - :func:`enqueue`: a batch write that returns the counts its commit reported.
+- :func:`check_python`: one line naming ``PYSPARK_PYTHON`` when a local session's Python
+  workers cannot import pqueue (``DATA_SOURCE_NOT_FOUND`` otherwise).
 - :mod:`pqueue.spark.report`: report functions from DataFrame to DataFrame.
 """
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from pqueue.spark.datasource import PqueueDataSource
     from pqueue.spark.writer import EnqueueCounts
 
-__all__ = ["PqueueDataSource", "EnqueueCounts", "enqueue", "key_id", "register"]
+__all__ = ["PqueueDataSource", "EnqueueCounts", "check_python", "enqueue", "key_id", "register"]
 
 _INSTALL_HINT = f"pqueue.spark needs PySpark and pyarrow: {install_hint('spark')}"
 
@@ -41,8 +43,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'pqueue.spark' has no attribute {name!r}")
 
 
+def check_python(spark: Any) -> None:
+    """Raise :class:`~pqueue.errors.ConfigError` in one line naming ``PYSPARK_PYTHON`` when
+    ``spark`` (a local session) starts Python workers that cannot import pqueue, the cause
+    of ``DATA_SOURCE_NOT_FOUND`` for ``format("pqueue")`` (docs/spark.md)."""
+    from pqueue.spark.workers import check_python as check
+
+    check(spark)
+
+
 def register(spark: Any) -> None:
-    """Register ``format("pqueue")`` on ``spark`` by hand (when auto-registration is off)."""
+    """Register ``format("pqueue")`` on ``spark`` by hand (when auto-registration is off);
+    first :func:`check_python`, since a registered source would fail the same way."""
+    check_python(spark)
     from pqueue.spark.datasource import PqueueDataSource
 
     spark.dataSource.register(PqueueDataSource)
@@ -56,6 +69,7 @@ def enqueue(df: Any, **options: str) -> EnqueueCounts:
 
     from pqueue.spark.writer import read_summary
 
+    check_python(df.sparkSession)
     fd, path = tempfile.mkstemp(prefix="pqueue-write-", suffix=".json")
     os.close(fd)
     try:

@@ -22,6 +22,7 @@ from pqueue import __version__
 from pqueue.client import AsyncClient
 from pqueue.metrics import JobMetrics
 from pqueue.web import errors, probes
+from pqueue.web.aliases import alias_routes
 from pqueue.web.api import build_router
 from pqueue.web.control import build_control_router
 from pqueue.web.fast import FastEnqueue
@@ -107,6 +108,7 @@ def create_app(
     errors.install(app)
     api = build_router(client, settings)
     app.include_router(api)
+    app.include_router(alias_routes(client, settings))
     app.include_router(schedules_router(client))
     app.include_router(build_control_router(client))
     _probes_and_metrics(app, client, page)

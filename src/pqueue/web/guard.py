@@ -42,6 +42,8 @@ OPEN_PREFIXES = ("/static/",)
 READ_METHODS = frozenset({"GET", "HEAD"})
 REPEATABLE_PARAMS = frozenset({"ids"})
 """Query parameters that are lists; every other one may appear once."""
+ONE_JOB_PATHS = frozenset({"/jobs", "/task"})
+"""Paths whose body is one job: bounded by ``max_job_bytes`` rather than ``max_request_bytes``."""
 ROLE_KEY = "pqueue.role"
 """Where the guard leaves the caller's role in the scope (``request.scope``)."""
 
@@ -77,7 +79,7 @@ class Guard:
         if method in READ_METHODS:
             await self._run(scope, receive, send)
             return
-        limit = self.settings.max_job_bytes if path == "/jobs" else self.settings.max_request_bytes
+        limit = self.settings.max_job_bytes if path in ONE_JOB_PATHS else self.settings.max_request_bytes
         body = await _read_body(scope, receive, limit)
         if body is None:
             await _answer(send, 413, "too_large", f"the body is larger than {limit} bytes")

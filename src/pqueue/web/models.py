@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
@@ -174,6 +175,51 @@ class BatchIn(BaseModel):
     )
 
     jobs: list[JobIn] = Field(min_length=1, description="The jobs, at most the configured batch size.")
+
+
+class Priority(StrEnum):
+    """Seed 002's named priorities (``POST /task``)."""
+
+    HIGH = "high"
+    DEFAULT = "default"
+    LOW = "low"
+
+
+PRIORITY_QUEUES: dict[Priority, str] = {
+    Priority.HIGH: "critical",
+    Priority.DEFAULT: "default",
+    Priority.LOW: "low",
+}
+"""The queue each priority means: the worker's default queues (``critical:6,default:3,low:1``),
+so a priority is served by its weight (ADR 0154)."""
+
+
+class TaskIn(BaseModel):
+    """One job as seed 002's producers send it (``POST /task``, ``POST /tasks``): an alias
+    of :class:`JobIn` whose ``priority`` names the queue and ``execute_at`` the due time."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "priority": "high"}]
+        },
+    )
+
+    type: JobType = Field(description="The job type a worker's router handles.")
+    payload: Any = Field(default=None, description="Any JSON value (at most 1 MiB encoded, by default).")
+    priority: Priority = Field(
+        default=Priority.DEFAULT, description="high, default or low: the queue critical, default or low."
+    )
+    execute_at: Timestamp | None = Field(
+        default=None, description="When the job is due (RFC 3339 with offset); default now."
+    )
+
+    def to_job(self) -> JobIn:
+        """The :class:`JobIn` this stands for (its fields were checked here already, with
+        the same types: built without checking them again)."""
+        return JobIn.model_construct(
+            type=self.type, payload=self.payload, queue=PRIORITY_QUEUES[self.priority], run_at=self.execute_at
+        )
 
 
 class EnqueuedOut(BaseModel):

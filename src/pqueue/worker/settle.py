@@ -311,6 +311,10 @@ class Settler:
                 log.log(level, "settling failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, delay)
                 await asyncio.sleep(delay)
 
+    async def flush(self) -> None:
+        """Wait until every queued ack is durable; the batcher keeps running."""
+        await self._idle.wait()
+
     async def close(self) -> None:
         """Wait for every queued ack to be durable, then stop the batcher."""
         if self._task is None:

@@ -1,4 +1,4 @@
-"""A router for the broker-restart runs (tests/restart_scenario.py, bench/restarts.py).
+"""The router the worker processes of :mod:`pqueue.testing.faults.restarts` run.
 
 ``restart:work`` appends ``start <job id> <pid> <epoch seconds>`` to the file named by
 ``PQUEUE_TEST_RECORD`` (one O_APPEND write per line: several processes never interleave),
@@ -23,4 +23,4 @@ async def work(job: Job) -> None:
         os.write(fd, f"start {job.id} {os.getpid()} {time.time():.6f}\n".encode())
     finally:
         os.close(fd)
-    await asyncio.sleep(float(job.payload))  # type: ignore[arg-type]
+    await asyncio.sleep(float(job.payload))
