@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -44,6 +45,11 @@ class Capability(StrEnum):
     its next ``claim`` returns them without another round trip (one-hop pick-up). Such a
     broker counts in an int attribute ``parkings`` the claimers it has parked so far (the
     contract suite waits for it instead of guessing how long parking takes)."""
+    TRANSACTIONAL_COMPLETION = "transactional_completion"
+    """A handler can complete its job inside a database transaction of its own
+    (``job.transaction()``): its writes and the job's ack commit together or not at all,
+    and a lease lost before the commit makes it fail (ADR 0151). Such a broker implements
+    :class:`CompletionTransactions`."""
 
 
 class IdempotencyState(StrEnum):
@@ -403,6 +409,51 @@ class Inspector(Protocol):
         """Every stored job that ``scan`` matches (live ones and retained history), in pages
         of at most ``scan.page_size``; each job once, in no promised order. For bulk readers
         (export, Spark): a page costs one round trip or cursor fetch, not an offset scan."""
+        ...
+
+
+class AckTransaction(Protocol):
+    """One open transaction of :meth:`CompletionTransactions.ack_transaction`."""
+
+    connection: Any
+    """What the handler writes on (a psycopg connection, or the SQLAlchemy connection or
+    session it was given)."""
+
+    async def ack(self, lease: Lease, result_json: str | None) -> bool:
+        """Complete the lease's job in this transaction, fenced by its token as ``ack`` is;
+        False = lease lost (the caller then raises, so the transaction rolls back)."""
+        ...
+
+
+class AckTransactionSync(Protocol):
+    """One open transaction of :meth:`CompletionTransactions.ack_transaction_sync`."""
+
+    connection: Any
+
+    def ack(self, lease: Lease, result_json: str | None) -> bool:
+        """As :meth:`AckTransaction.ack`, blocking."""
+        ...
+
+
+@runtime_checkable
+class CompletionTransactions(Protocol):
+    """The seam of :attr:`Capability.TRANSACTIONAL_COMPLETION` (ADR 0151).
+
+    A broker opens a transaction on ``conn`` (a connection or session the handler passed
+    in) or on a connection of its own, hands it out, and ends it: commit when the block
+    exits cleanly, roll back when it raises. It decides nothing else: the shared code in
+    :mod:`pqueue.worker.completion` calls ``ack`` at the end of the block and raises
+    :class:`~pqueue.errors.LeaseLost` when it returns False. A backend with its own
+    database (SQLite) implements these two methods and declares the capability; the
+    contract class ``CompletionContract`` proves it.
+    """
+
+    def ack_transaction(self, conn: Any = None) -> AbstractAsyncContextManager[AckTransaction]:
+        """An open transaction for an async handler (on ``conn``, or the broker's own)."""
+        ...
+
+    def ack_transaction_sync(self, conn: Any = None) -> AbstractContextManager[AckTransactionSync]:
+        """An open transaction for a sync handler, usable from any thread without a loop."""
         ...
 
 

@@ -345,6 +345,7 @@ class AsyncClient:
             max_recoveries=options.get("max_recoveries", DEFAULT_MAX_RECOVERIES),
             timeout=task.timeout,
             unique_for=options.get("unique_for"),
+            unique_until=options.get("unique_until", "ttl"),
             meta=options.get("meta"),
             job_ids=job_ids,
         )

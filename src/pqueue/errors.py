@@ -65,6 +65,15 @@ class LeaseLost(PQueueError):
     """The lease is no longer current: the job was recovered and may run elsewhere."""
 
 
+class NotSupported(PQueueError, NotImplementedError):
+    """The backend does not offer this: ``capability`` names the missing
+    :class:`~pqueue.broker.Capability` (e.g. ``transactional_completion``)."""
+
+    def __init__(self, message: str | None = None, *, capability: str = "") -> None:
+        super().__init__(message)
+        self.capability = capability
+
+
 class BrokerError(PQueueError):
     """The broker failed to carry out an operation."""
 

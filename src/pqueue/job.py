@@ -35,6 +35,7 @@ from pqueue.clock import to_iso
 
 if TYPE_CHECKING:
     from pqueue.limits import Limit
+    from pqueue.worker.completion import JobTransaction
 
 JSONValue: TypeAlias = Any
 """A value that survives ``json.dumps``/``json.loads`` unchanged in meaning."""
@@ -163,6 +164,9 @@ class JobSpec:
     """What a dead or cancelled parent does to this job: ``"cancel"`` it, or ``"run"`` it anyway."""
     limit: Limit | None = None
     """The job's rate/concurrency limit group and parameters (docs/limits.md)."""
+    unique_until: str = "ttl"
+    """``"ttl"``: the unique key is held for ``unique_for`` whatever happens; ``"done"``: it
+    is freed when the job completes, ``unique_for`` being the latest (ADR 0152)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,23 @@ class Job:
         cooperatively; async handlers are also cancelled), or when this snapshot's status
         is ``cancelled``."""
         return self.status is JobStatus.CANCELLED or cancellation.requested(self.id)
+
+    def transaction(self, conn: Any = None) -> JobTransaction:
+        """Complete this job in a database transaction together with the handler's writes
+        (docs/delivery-semantics.md, ADR 0151)::
+
+            async with job.transaction() as conn:  # a psycopg AsyncConnection
+                await conn.execute("INSERT INTO sent (job_id) VALUES (%s)", [job.id])
+
+        The job's ack runs and commits with the block's statements; if the block raises,
+        everything rolls back and the job fails as usual. Pass ``conn`` (a psycopg or
+        SQLAlchemy connection or session on the broker's database) to use your own; sync
+        handlers use ``with``. Only inside the handler running this job, on a backend with
+        ``Capability.TRANSACTIONAL_COMPLETION`` (else :class:`~pqueue.errors.NotSupported`).
+        """
+        from pqueue.worker.completion import JobTransaction
+
+        return JobTransaction(self, conn)
 
     @property
     def enqueued_at(self) -> datetime:

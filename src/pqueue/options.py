@@ -38,6 +38,10 @@ class SharedOptions(TypedDict, total=False):
     unique_for: float | timedelta | None
     """Seconds the job's unique key is held after enqueue; while it is, an enqueue with the
     same key stores nothing."""
+    unique_until: str
+    """``"ttl"`` (the default): the unique key is held for all of ``unique_for``, whatever
+    becomes of the job; ``"done"``: it is freed as soon as the job completes (still after
+    ``unique_for`` at the latest, and kept by a job that dies or is cancelled)."""
     meta: Mapping[str, str] | None
     """String tags carried with the job (e.g. a trace id), at most 32."""
     max_recoveries: int

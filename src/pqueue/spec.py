@@ -32,6 +32,8 @@ MAX_META_ENTRIES = 32
 MAX_PARENTS = 1000
 """Most parents one job may depend on."""
 PARENT_FAILURE_POLICIES = ("cancel", "run")
+UNIQUE_UNTIL = ("ttl", "done")
+"""Values of ``unique_until``: hold a unique key for its whole TTL, or until the job completes (ADR 0152)."""
 """``on_parent_failure`` values: cancel the dependant (default) or run it anyway."""
 MAX_COUNT = 10_000
 """Upper bound for max_retries and max_recoveries (storage uses 32-bit integers)."""
@@ -187,6 +189,7 @@ def build_spec(
     meta: Mapping[str, str] | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     job_id: str | None = None,
+    unique_until: str = "ttl",
     depends_on: Iterable[str] | None = None,
     on_parent_failure: str = "cancel",
     limit: Limit | None = None,
@@ -194,7 +197,8 @@ def build_spec(
     """Check every option and return a :class:`JobSpec`, or raise an :class:`~pqueue.errors.InvalidJob`.
 
     ``unique_for`` (seconds) holds the job's unique key for that long after enqueue;
-    with no ``unique_key`` the key is derived from type, queue and payload.
+    with no ``unique_key`` the key is derived from type, queue and payload;
+    ``unique_until="done"`` frees it as soon as the job completes (ADR 0152).
     ``job_id`` lets a producer choose the id (a UUID) so that re-sending the same job,
     e.g. from a retried Spark task, is ignored instead of duplicated.
     """
@@ -219,6 +223,7 @@ def build_spec(
         raise InvalidOption("unique_key needs unique_for: how many seconds the key is held")
     if unique_seconds is not None and unique is None:
         unique = derive_unique_key(job_type, queue, payload_json)
+    _unique_until(unique_until, unique_seconds)
     job_id = job_id or new_id()
     parents = (
         ()
@@ -227,11 +232,6 @@ def build_spec(
     )
     if parents and unique_seconds is not None:
         raise InvalidOption("depends_on cannot be combined with unique_for (a waiting job holds no key)")
-    if parents and limit is not None:
-        raise InvalidOption(
-            "depends_on cannot be combined with a rate/concurrency limit yet: put the dependent "
-            "job on a queue without limits (docs/limits.md)"
-        )
     return JobSpec(
         id=job_id,
         type=job_type,
@@ -249,7 +249,18 @@ def build_spec(
         depends_on=parents,
         on_parent_failure=on_parent_failure,
         limit=limit,
+        unique_until=unique_until,
     )
+
+
+def _unique_until(value: object, unique_seconds: float | None) -> None:
+    """Check ``unique_until``: "ttl" (the default) or "done", the latter with ``unique_for``."""
+    if value not in UNIQUE_UNTIL:
+        raise InvalidOption(f"unique_until must be 'ttl' or 'done', got {value!r}")
+    if value == "done" and unique_seconds is None:
+        raise InvalidOption(
+            "unique_until='done' needs unique_for: the key is still freed after that long at the latest"
+        )
 
 
 def _parents(job_id: str, depends_on: Iterable[str] | None, policy: str) -> tuple[str, ...]:
@@ -296,6 +307,7 @@ def recheck_spec(spec: object) -> JobSpec:
         timeout=spec.timeout,
         unique_for=spec.unique_for,
         unique_key=spec.unique_key,
+        unique_until=spec.unique_until,
         idempotency_key=spec.idempotency_key,
         meta=spec.meta,
         job_id=spec.id,
@@ -319,6 +331,7 @@ def build_specs(
     meta: Mapping[str, str] | None = None,
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     job_ids: Sequence[str] | None = None,
+    unique_until: str = "ttl",
 ) -> list[JobSpec]:
     """One spec per payload, all with the same options; raises on the first bad one.
 
@@ -338,6 +351,7 @@ def build_specs(
         timeout=timeout,
         unique_for=unique_for,
         meta=meta,
+        unique_until=unique_until,
     )
     shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
     texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
@@ -370,6 +384,7 @@ def build_specs(
                 first.unique_for,
                 None,  # idempotency_key: per job, so never shared
                 shared_meta,
+                unique_until=first.unique_until,
             )
         )
     return specs

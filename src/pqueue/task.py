@@ -32,6 +32,8 @@ class Task:
     max_retries: int | None = None
     timeout: float | timedelta | None = None
     unique_for: float | timedelta | None = None
+    unique_until: str = "ttl"
+    """``"done"`` frees the unique key when the job completes, before ``unique_for`` ends."""
     unique_key: str | None = None
     idempotency_key: str | None = None
     meta: Mapping[str, str] = field(default_factory=dict)
@@ -75,6 +77,7 @@ class Task:
             timeout=self.timeout,
             unique_for=self.unique_for,
             unique_key=self.unique_key,
+            unique_until=self.unique_until,
             idempotency_key=self.idempotency_key,
             meta=self.meta,
             job_id=self.job_id,

@@ -33,6 +33,7 @@ SAMPLE: dict[str, Any] = {
     "max_retries": 7,
     "timeout": 90.0,
     "unique_for": 600.0,
+    "unique_until": "done",
     "meta": {"trace": "t-1"},
     "max_recoveries": 2,
     "unique_key": "nightly",

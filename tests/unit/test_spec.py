@@ -75,3 +75,12 @@ def test_a_trailing_newline_is_not_a_valid_name(kwargs: dict[str, object]) -> No
     with pytest.raises(InvalidName):
         build_spec("email:welcome\n")
     assert not is_job_id(build_spec("t").id + "\n")
+
+
+def test_unique_until_is_ttl_or_done_and_done_needs_a_ttl() -> None:
+    assert build_spec("t", unique_for=60).unique_until == "ttl"
+    assert build_spec("t", unique_for=60, unique_until="done").unique_until == "done"
+    with pytest.raises(InvalidOption, match="'ttl' or 'done'"):
+        build_spec("t", unique_for=60, unique_until="forever")
+    with pytest.raises(InvalidOption, match="needs unique_for"):
+        build_spec("t", unique_until="done")

@@ -85,6 +85,11 @@ async def test_post_job_takes_limits_and_parents(api: httpx.AsyncClient, broker:
     first, second, third = [await broker.get_job(a["id"]) for a in batch.json()["jobs"]]
     assert (first.limit_key, second.limit_key) == ("initech", "initech")
     assert (third.status.value, third.depends_on) == ("waiting", (parent,))
+    limited_child = await api.post(
+        "/jobs", json={"type": "report.mail", "depends_on": [parent], "limit_key": "acme", "concurrency": 1}
+    )
+    assert limited_child.status_code == 201, limited_child.text  # limits and parents together
+    assert (await broker.get_job(limited_child.json()["id"])).limit_key == "acme"
 
 
 async def test_a_parent_that_does_not_exist_is_404_and_stores_nothing(

@@ -159,6 +159,9 @@ FLAGS: dict[str, Flag] = {
     "run_at": Flag("run no sooner than this time (with a zone: Z, +02:00)", "ISO8601", _time),
     "unique_for": Flag("refuse equal jobs for this long", "DURATION", _duration),
     "unique_key": Flag("the key equal jobs share (default: derived from type+payload)"),
+    "unique_until": Flag(
+        "hold the unique key for all of --unique-for (ttl), or until the job completes (done)", "ttl|done"
+    ),
     "max_retries": Flag("retries after the first run fails (default: 3)", "N", whole),
     "idempotency_key": Flag("run at most once per key while it is held"),
     "timeout": Flag("how long the handler may run", "DURATION", _duration),

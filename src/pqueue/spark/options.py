@@ -21,6 +21,7 @@ from pqueue.spec import (
     DEFAULT_MAX_RECOVERIES,
     DEFAULT_MAX_RETRIES,
     DEFAULT_QUEUE,
+    UNIQUE_UNTIL,
     validate_job_type,
     validate_queue_name,
 )
@@ -41,6 +42,7 @@ WRITE_OPTIONS = frozenset(
         "delaycolumn",
         "uniquekeycolumn",
         "uniquefor",
+        "uniqueuntil",
         "maxretries",
         "maxrecoveries",
         "timeout",
@@ -56,6 +58,7 @@ JOB_OPTIONS: dict[str, str] = {
     "timeout": "timeout",
     "unique_for": "uniqueFor",
     "unique_key": "uniqueKeyColumn",
+    "unique_until": "uniqueUntil",
     "max_recoveries": "maxRecoveries",
     "job_id": "idColumn",
 }
@@ -97,6 +100,7 @@ def _names(known: frozenset[str]) -> str:
         "delaycolumn": "delayColumn",
         "uniquekeycolumn": "uniqueKeyColumn",
         "uniquefor": "uniqueFor",
+        "uniqueuntil": "uniqueUntil",
         "maxretries": "maxRetries",
         "maxrecoveries": "maxRecoveries",
         "batchsize": "batchSize",
@@ -169,6 +173,8 @@ class WriteOptions:
     delay_column: str | None = None
     unique_key_column: str | None = None
     unique_for: float | None = None
+    unique_until: str = "ttl"
+    """``"done"``: each row's unique key is freed when its job completes (ADR 0152)."""
     max_retries: int = DEFAULT_MAX_RETRIES
     max_recoveries: int = DEFAULT_MAX_RECOVERIES
     timeout: float | None = None
@@ -206,6 +212,11 @@ class WriteOptions:
             raise InvalidOption(
                 'pqueue writer: "uniqueKeyColumn" and "uniqueFor" (seconds the key is held) go together'
             )
+        unique_until = options.get("uniqueuntil", "ttl").strip()
+        if unique_until not in UNIQUE_UNTIL:
+            raise InvalidOption(f'pqueue writer: "uniqueUntil" must be "ttl" or "done", got {unique_until!r}')
+        if unique_until == "done" and unique_for is None:
+            raise InvalidOption('pqueue writer: "uniqueUntil" needs "uniqueKeyColumn" and "uniqueFor"')
         return cls(
             dsn=_required(options, "dsn", "dsn"),
             type=validate_job_type(_required(options, "type", "type")),
@@ -217,6 +228,7 @@ class WriteOptions:
             delay_column=delay,
             unique_key_column=unique_column,
             unique_for=unique_for,
+            unique_until=unique_until,
             max_retries=_int(options, "maxretries", "maxRetries", DEFAULT_MAX_RETRIES, 0),
             max_recoveries=_int(options, "maxrecoveries", "maxRecoveries", DEFAULT_MAX_RECOVERIES, 0),
             timeout=_seconds(options, "timeout", "timeout"),

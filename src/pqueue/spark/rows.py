@@ -125,6 +125,7 @@ def jobs(batch: pa.RecordBatch, options: WriteOptions) -> Jobs:
             timeout=options.timeout,
             unique_key=uniques[i],
             unique_for=None if uniques[i] is None else options.unique_for,
+            unique_until="ttl" if uniques[i] is None else options.unique_until,
             job_id=None if ids is None else ids[i],
         )
         for i in range(n)

@@ -34,6 +34,7 @@ from pqueue.spec import (
     MAX_SECONDS,
     PARENT_FAILURE_POLICIES,
     QUEUE_NAME_RE,
+    UNIQUE_UNTIL,
 )
 
 
@@ -70,6 +71,7 @@ JobId = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(UUID_RE)}
 Rate = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(RATE_RE)})]
 Concurrency = Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), BeforeValidator(_json_number)]
 ParentFailure = Annotated[str, Field(json_schema_extra={"enum": list(PARENT_FAILURE_POLICIES)})]
+UniqueUntil = Annotated[str, Field(json_schema_extra={"enum": list(UNIQUE_UNTIL)})]
 
 
 def _given(field: str, json_type: str) -> JsonDict:
@@ -93,27 +95,19 @@ class JobIn(BaseModel):
             # The rules between options (pqueue.spec), so that every body the schema allows
             # is one the enqueue accepts: unique_key needs unique_for; delay and run_at
             # exclude each other; limit_key needs rate or concurrency; a job with parents
-            # takes neither a unique key nor a limit.
+            # takes no unique key (it may take a limit).
             "allOf": [
                 {"if": _given("unique_key", "string"), "then": _given("unique_for", "number")},
+                {
+                    "if": {"properties": {"unique_until": {"const": "done"}}, "required": ["unique_until"]},
+                    "then": _given("unique_for", "number"),
+                },
                 {"not": {"allOf": [_given("delay", "number"), _given("run_at", "string")]}},
                 {
                     "if": _given("limit_key", "string"),
                     "then": {"anyOf": [_given("rate", "string"), _given("concurrency", "integer")]},
                 },
-                {
-                    "if": _HAS_PARENTS,
-                    "then": {
-                        "not": {
-                            "anyOf": [
-                                _given("unique_for", "number"),
-                                _given("limit_key", "string"),
-                                _given("rate", "string"),
-                                _given("concurrency", "integer"),
-                            ]
-                        }
-                    },
-                },
+                {"if": _HAS_PARENTS, "then": {"not": _given("unique_for", "number")}},
             ],
             "examples": [{"type": "email.send", "payload": {"to": "ada@example.com"}, "queue": "default"}],
         },
@@ -129,6 +123,11 @@ class JobIn(BaseModel):
         default=None, description="Seconds a unique key is held (derived from type, queue, payload if none)."
     )
     unique_key: Key | None = Field(default=None, description="Explicit unique key (needs unique_for).")
+    unique_until: UniqueUntil = Field(
+        default="ttl",
+        description="'ttl': hold the unique key for all of unique_for; 'done': free it when the job "
+        "completes (needs unique_for).",
+    )
     idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
     timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
     depends_on: list[JobId] | None = Field(

@@ -27,6 +27,7 @@ from pqueue.job import TRACEBACK_TAIL_CHARS, ErrorInfo, Job, Lease
 from pqueue.middleware import JobReport, MiddlewareChain, Outcome
 from pqueue.outcome import has_retries_left, next_retry_in
 from pqueue.router import Handler, Router
+from pqueue.worker import completion
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.settle import Settler, WorkerCounters
@@ -73,6 +74,10 @@ class Executor:
         """When each job in ``in_handler`` entered its handler (``perf_counter``)."""
         self.aborting = False
         """Set when the drain timed out: handlers not started yet are handed back instead."""
+        self.completions = completion.Completions(
+            broker, settling=lambda lease: book.settling([lease]), encode=self._encode
+        )
+        """Jobs completed in their handler's own transaction (``job.transaction()``)."""
 
     async def run(self, lease: Lease) -> None:
         job = lease.job
@@ -96,6 +101,9 @@ class Executor:
         started = perf_counter()
         ok, value = await self._call(handler, lease, timeout)
         duration = perf_counter() - started
+        if self.completions.take(lease):
+            await self._committed(lease, None if ok else value, key=key, owner=owner, duration=duration)
+            return
         if cancellation.any_requested() and cancellation.requested(job.id):
             await self._cancelled(lease, key, owner, duration)
             return
@@ -116,6 +124,7 @@ class Executor:
     async def _call(self, handler: Handler, lease: Lease, timeout: float | None) -> Attempt:
         job = lease.job
         self.started[job.id] = perf_counter()
+        running = completion.enter(self.completions, lease)  # for job.transaction()
         try:
             if handler.is_async:
                 return await self._call_async(handler, lease, timeout)
@@ -126,6 +135,7 @@ class Executor:
             _uncancel()  # the job was cancelled while running (pqueue.worker.cancels)
             return False, None
         finally:
+            completion.leave(running)
             self.in_handler.pop(job.id, None)
             self.started.pop(job.id, None)
 
@@ -206,6 +216,21 @@ class Executor:
             retry_in = next_retry_in(job, error, handler.retry)
         await self._end_key(lease, key, owner, done=False)
         await self.settler.fail(lease, error, error_info(error), retry_in, duration)
+
+    async def _committed(
+        self, lease: Lease, raised: BaseException | None, *, key: str | None, owner: str, duration: float
+    ) -> None:
+        """Report a job its handler completed in its own transaction: nothing is left to
+        settle (an ack would be refused, a fail must not undo a committed completion)."""
+        job = lease.job
+        if raised is not None:
+            log.warning(
+                "job %s (%s) raised %s after its transaction had completed it; it stays completed",
+                job.id, job.type, type(raised).__name__,
+            )  # fmt: skip
+        await self._end_key(lease, key, owner, done=True)
+        self.book.remove([lease])
+        self.settler.report(JobReport(job, Outcome.COMPLETED, duration))
 
     async def _cancelled(self, lease: Lease, key: str | None, owner: str, duration: float) -> None:
         """Report a run cut short by a cancel; the broker made the job ``cancelled`` already,

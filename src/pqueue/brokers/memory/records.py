@@ -45,6 +45,7 @@ class Record:
     children: list[str] | None = None  # dependants to settle when this job finishes
     parent_results: dict[str, str | None] | None = None  # parent id -> result JSON
     limit: Limit | None = None
+    unique_until_done: bool = False  # free the unique key at completion (ADR 0152)
 
     @classmethod
     def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
@@ -67,6 +68,7 @@ class Record:
             depends_on=spec.depends_on,
             on_parent_failure=spec.on_parent_failure,
             limit=spec.limit,
+            unique_until_done=spec.unique_until == "done",
         )
 
     def to_job(self) -> Job:

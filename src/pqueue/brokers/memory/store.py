@@ -219,8 +219,17 @@ class MemoryStore:
                     continue
                 rec.result_json = results_json[i] if results_json else None
                 self.finish(rec, JobStatus.COMPLETED, now)
+                if rec.unique_until_done and rec.unique_key is not None:
+                    self._free_unique(rec.queue, rec.unique_key, rec.id)
                 out.append(True)
         return out
+
+    def _free_unique(self, queue: str, key: str, job_id: str) -> None:
+        """Free a unique key its completed job still holds (not one a later job took)."""
+        slot = (queue, key)
+        holder = self._unique.get(slot)
+        if holder is not None and holder[0] == job_id:
+            del self._unique[slot]
 
     def fail(self, lease: Lease, error: ErrorInfo, retry_in: float | None) -> tuple[bool, set[str]]:
         now = self.clock.now()

@@ -32,6 +32,7 @@ from pqueue.brokers.postgres.codec import (
     row_to_lease,
     waiting_params,
 )
+from pqueue.brokers.postgres.completion import AsyncAck, HandlerTransactions, SyncAck
 from pqueue.brokers.postgres.config import PostgresConfig
 from pqueue.brokers.postgres.control import PostgresControl
 from pqueue.brokers.postgres.core import Rows, Statement, settled
@@ -86,7 +87,13 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
     """The Postgres backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
 
     capabilities = frozenset(
-        {Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.TRANSACTIONAL_ENQUEUE, Capability.HANDOFF}
+        {
+            Capability.WAKEUP,
+            Capability.CROSS_PROCESS,
+            Capability.TRANSACTIONAL_ENQUEUE,
+            Capability.HANDOFF,
+            Capability.TRANSACTIONAL_COMPLETION,
+        }
     )
 
     def __init__(self, config: PostgresConfig, *, clock: Clock | None = None) -> None:
@@ -99,6 +106,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         self.parkings = 0  # claimers parked so far (Capability.HANDOFF)
         self._wakeups = Wakeups()
         self._results = ResultWaiters()
+        self._completions = HandlerTransactions(config, clock)
 
     def sync_transport(self) -> PostgresSyncTransport:
         """The sync ``Client``'s direct path over this broker's steps (a blocking psycopg
@@ -129,6 +137,7 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
             if self._has_parked:
                 await self._unpark()
             await self._hold.close()
+        await self._completions.close()
         await super().close()
 
     # -- hot path ----------------------------------------------------------------
@@ -179,6 +188,15 @@ class PostgresBroker(PostgresControl, PostgresSchedules):
         """Enqueue on the caller's open transaction (psycopg ``Connection`` or SQLAlchemy
         ``Connection``/``Session``); needs no open broker and no event loop."""
         return transactional.enqueue_in_sync(conn, specs, schema=self.schema, clock=self.clock)
+
+    def ack_transaction(self, conn: Any = None) -> contextlib.AbstractAsyncContextManager[AsyncAck]:
+        """A transaction on ``conn`` (psycopg or SQLAlchemy, async) or a handler connection of
+        this broker's, in which a job is completed with its handler's writes (ADR 0151)."""
+        return self._completions.transaction(conn)
+
+    def ack_transaction_sync(self, conn: Any = None) -> contextlib.AbstractContextManager[SyncAck]:
+        """As :meth:`ack_transaction`, blocking, for sync handlers on their threads."""
+        return self._completions.transaction_sync(conn)
 
     async def claim(
         self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float

@@ -140,6 +140,10 @@ def waiting_params(specs: Sequence[JobSpec]) -> dict[str, list[Any]]:
         **column_arrays(specs, [s.id for s in specs]),
         "parents": [",".join(s.depends_on) for s in specs],
         "on_parent_failure": [s.on_parent_failure for s in specs],
+        "limit_key": [None if s.limit is None else s.limit.key for s in specs],
+        "limit_rate": [None if s.limit is None else s.limit.rate for s in specs],
+        "limit_burst": [None if s.limit is None else s.limit.burst for s in specs],
+        "limit_concurrency": [None if s.limit is None else s.limit.concurrency for s in specs],
     }
 
 
@@ -328,6 +332,7 @@ class EnqueueBatch:
         c["unique_for"].append(spec.unique_for)
         c["idempotency_key"].append(spec.idempotency_key)
         c["meta"].append(_meta_json(spec))
+        c["unique_until_done"].append(spec.unique_until == "done")
         limit = spec.limit
         c["limit_key"].append(None if limit is None else limit.key)
         c["limit_rate"].append(None if limit is None else limit.rate)
@@ -359,5 +364,6 @@ _COLUMNS = (
     "unique_for",
     "idempotency_key",
     "meta",
+    "unique_until_done",
 )
 _LIMIT_COLUMNS = ("limit_key", "limit_rate", "limit_burst", "limit_concurrency")

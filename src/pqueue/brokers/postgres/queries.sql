@@ -48,18 +48,21 @@ WITH input AS (
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
         %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[]
+        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
-                           meta, limit_key, limit_rate, limit_burst, limit_concurrency, ord)
+                           meta, limit_key, limit_rate, limit_burst, limit_concurrency,
+                           unique_until_done, ord)
 ),
 keys AS (
-    INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at)
-    SELECT queue, unique_key, id, {now} + make_interval(secs => unique_for)
+    -- until_done (migration 0009, ADR 0152): the ack frees the key of a completed job.
+    INSERT INTO {schema}.unique_keys AS k (queue, key, job_id, expires_at, until_done)
+    SELECT queue, unique_key, id, {now} + make_interval(secs => unique_for), unique_until_done
     FROM input WHERE unique_key IS NOT NULL
     ORDER BY queue, unique_key
     ON CONFLICT (queue, key) DO UPDATE SET
         job_id = CASE WHEN k.expires_at <= {now} THEN excluded.job_id ELSE k.job_id END,
+        until_done = CASE WHEN k.expires_at <= {now} THEN excluded.until_done ELSE k.until_done END,
         expires_at = CASE WHEN k.expires_at <= {now} THEN excluded.expires_at ELSE k.expires_at END
     RETURNING k.queue, k.key, k.job_id
 ),
@@ -329,7 +332,9 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token
-RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
+    -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
 
 
 -- name: ack_results
@@ -343,7 +348,9 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = NULL
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, token, result)
 WHERE t.id = d.id AND t.lease_token = d.token
-RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END;
+RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
+    -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
 
 
 -- name: fail
@@ -985,27 +992,39 @@ SELECT id::text, status FROM {schema}.jobs WHERE id = ANY(%(ids)s::uuid[]) ORDER
 -- Store jobs that wait for parents (`waiting`, parents_left = how many). Their run_at is
 -- computed now, as for any job; a job released later runs at max(run_at, release time).
 -- Jobs whose id exists are skipped; their queues are recorded (list_queues, counts).
--- Returns the ids created.
+-- A limited job keeps its limit (ADR 0110) and its group's row is made now, as `enqueue`
+-- makes it: once released (job_finished), the job is claimed by claim_limited like any
+-- limited job. Returns the ids created.
 WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left
+        timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left,
+        limit_key, limit_rate, limit_burst, limit_concurrency
     )
     SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
            {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
            string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
-           cardinality(string_to_array(i.parents, ','))
+           cardinality(string_to_array(i.parents, ',')),
+           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency
     FROM unnest(
         %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
         %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[]
+        %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[],
+        %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
+        %(limit_concurrency)b::int[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
-                           timeout, idempotency_key, meta, parents, on_parent_failure, ord)
+                           timeout, idempotency_key, meta, parents, on_parent_failure,
+                           limit_key, limit_rate, limit_burst, limit_concurrency, ord)
     ORDER BY i.ord
     ON CONFLICT (id) DO NOTHING
-    RETURNING j.id, j.queue
+    RETURNING j.id, j.queue, j.limit_key
+),
+groups AS (
+    INSERT INTO {schema}.limit_groups (queue, key)
+    SELECT DISTINCT queue, limit_key FROM created WHERE limit_key IS NOT NULL ORDER BY queue, limit_key
+    ON CONFLICT (queue, key) DO NOTHING
 ),
 seen_queues AS (
     INSERT INTO {schema}.queues (name, created_at)

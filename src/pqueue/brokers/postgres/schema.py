@@ -134,6 +134,7 @@ def _small_tables(md: MetaData) -> None:
         Column("key", Text, nullable=False),
         Column("job_id", UUID(as_uuid=False), nullable=False),
         _ts("expires_at"),
+        Column("until_done", Boolean, nullable=False, server_default=text("false")),
         PrimaryKeyConstraint("queue", "key", name="unique_keys_pkey"),
         Index("unique_keys_expiry", "expires_at"),
     )

@@ -74,7 +74,14 @@ def ack(
     return ScriptCall(
         "ack",
         [k.active, k.completed, k.settled, k.followed],
-        [now, k.job_prefix, retention_ms, encode_leases(leases, results), results_channel],
+        [
+            now,
+            k.job_prefix,
+            retention_ms,
+            encode_leases(leases, results, unique=True),
+            results_channel,
+            k.unique_prefix,
+        ],
     )
 
 
@@ -186,7 +193,7 @@ def settle(
 ) -> ScriptCall:
     return ScriptCall(
         "settle",
-        [k.pending, k.scheduled, k.waiting, k.cancelled, k.settled, k.seq, k.followed],
+        [k.pending, k.scheduled, k.waiting, k.cancelled, k.settled, k.seq, k.followed, lanes_of(k).zset],
         [
             now,
             k.job_prefix,
@@ -199,6 +206,7 @@ def settle(
             k.queue,
             results_channel,
             MAX_ERROR_HISTORY,
+            lanes_of(k).prefix,
             *children,
         ],
     )

@@ -119,6 +119,9 @@ def waiting_header(specs: Sequence[JobSpec]) -> str:
             job["idempotency_key"] = s.idempotency_key
         if s.meta:
             job["meta"] = _utf8_json(_compact(dict(s.meta)))
+        if s.limit is not None:  # kept for its release into the group's lane (ADR 0110)
+            job["limit_key"] = s.limit.key
+            job["limit"] = s.limit.to_text()
         jobs.append(job)
     return _compact(jobs)
 
@@ -150,6 +153,7 @@ _OPTIONAL_COLUMNS: tuple[tuple[str, Callable[[JobSpec], Any]], ...] = (
     ("meta", lambda s: _compact(dict(s.meta)) if s.meta else None),
     ("limit_key", lambda s: None if s.limit is None else s.limit.key),
     ("limit", lambda s: None if s.limit is None else s.limit.to_text()),
+    ("unique_done", lambda s: 1 if s.unique_until == "done" else None),
 )
 """enqueue.lua's optional columns: name, and a job's value (None: the job does not set it)."""
 
@@ -212,14 +216,20 @@ def _utf8_json(text: str) -> str:
     return json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
 
 
-def encode_leases(leases: Sequence[Lease], results: Sequence[str | None] | None = None) -> str:
-    """The ``{id, token[, result]}`` columns that ack/extend/release.lua take as one ARGV."""
+def encode_leases(
+    leases: Sequence[Lease], results: Sequence[str | None] | None = None, *, unique: bool = False
+) -> str:
+    """The ``{id, token[, result][, unique]}`` columns that ack/extend/release.lua take as one
+    ARGV; with ``unique``, each job's unique key when some job has one (ack.lua frees the
+    keys held until done, ADR 0152)."""
     batch: dict[str, list[Any]] = {
         "id": [lease.job.id for lease in leases],
         "token": [lease.token for lease in leases],
     }
     if results is not None and results.count(None) != len(results):
         batch["result"] = [None if r is None else _utf8_json(r) for r in results]
+    if unique and any(lease.job.unique_key is not None for lease in leases):
+        batch["unique"] = [lease.job.unique_key for lease in leases]
     return _compact(batch)
 
 

@@ -11,12 +11,14 @@ Each class asserts one area of docs/architecture.md; together they are the contr
 
 from pqueue.testing.contract.admin import AdminContract
 from pqueue.testing.contract.bad_input import BadInputContract
+from pqueue.testing.contract.completion import CompletionContract
 from pqueue.testing.contract.concurrency import ConcurrencyContract
 from pqueue.testing.contract.control import CancelRunningContract, PauseContract
 from pqueue.testing.contract.enqueue import EnqueueContract
 from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
 from pqueue.testing.contract.lifecycle import LifecycleContract
+from pqueue.testing.contract.limited_flows import LimitedFlowContract
 from pqueue.testing.contract.limits import LimitsContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract
@@ -44,6 +46,8 @@ ALL_CONTRACTS = (
     CancelRunningContract,
     FlowContract,
     LimitsContract,
+    CompletionContract,
+    LimitedFlowContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

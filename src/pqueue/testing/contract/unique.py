@@ -9,7 +9,7 @@ import pytest
 from pqueue.broker import FullBroker
 from pqueue.clock import ManualClock
 from pqueue.spec import build_spec
-from pqueue.testing.contract.helpers import OpenAnother, drain_ids, put, take_one
+from pqueue.testing.contract.helpers import OpenAnother, boom, drain_ids, put, take_one
 
 
 @pytest.mark.asyncio
@@ -77,3 +77,46 @@ class UniqueContract:
             assert len(winners) == 1
             assert {r.id for r in flat} == {winners[0].id}
         assert len(await drain_ids(broker)) == 5
+
+    async def test_unique_until_done_frees_the_key_when_the_job_completes(self, broker: FullBroker) -> None:
+        first = await put(broker, unique_key="sync:crm", unique_for=3600, unique_until="done")
+        [held] = await broker.enqueue(
+            [build_spec("contract:job", unique_key="sync:crm", unique_for=3600, unique_until="done")]
+        )
+        assert held.created is False and held.id == first  # held while it waits
+        lease = await take_one(broker)
+        [running] = await broker.enqueue(
+            [build_spec("contract:job", unique_key="sync:crm", unique_for=3600, unique_until="done")]
+        )
+        assert running.created is False  # and while it runs
+        assert await broker.ack([lease], ['"ok"']) == [True]
+        second = await put(broker, unique_key="sync:crm", unique_for=3600, unique_until="done")
+        assert second != first  # free once it completed, long before the TTL
+
+    async def test_unique_until_done_keeps_the_key_of_a_failed_job_until_the_ttl(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        await put(broker, unique_key="k", unique_for=60, unique_until="done", max_retries=0)
+        lease = await take_one(broker)
+        assert await broker.fail(lease, boom(), retry_in=None) is True
+        [refused] = await broker.enqueue([build_spec("contract:job", unique_key="k", unique_for=60)])
+        assert refused.created is False  # dead, not done: the key waits for its TTL
+        clock.advance(60.01)
+        await put(broker, unique_key="k", unique_for=60)
+
+    async def test_the_default_holds_the_key_after_completion(self, broker: FullBroker) -> None:
+        first = await put(broker, unique_key="k", unique_for=60)
+        assert await broker.ack([await take_one(broker)]) == [True]
+        [refused] = await broker.enqueue([build_spec("contract:job", unique_key="k", unique_for=60)])
+        assert refused.created is False and refused.id == first  # ADR 0031, unchanged
+
+    async def test_a_completed_job_frees_only_its_own_hold(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        await put(broker, unique_key="k", unique_for=10, unique_until="done")
+        lease = await take_one(broker)
+        clock.advance(10.01)  # the key expired while the job ran; a new job holds it now
+        newer = await put(broker, unique_key="k", unique_for=60)
+        assert await broker.ack([lease]) == [True]
+        [refused] = await broker.enqueue([build_spec("contract:job", unique_key="k", unique_for=60)])
+        assert refused.created is False and refused.id == newer

@@ -17,6 +17,9 @@
 -- ARGV[4]  JSON object {id: [...], token: [...], result: [JSON text|null, ...]}; result
 --          is absent when no lease has one
 -- ARGV[5]  results channel
+-- ARGV[6]  unique key prefix <p>:{q}:unique:   With `unique` in ARGV[4] (each job's unique
+--          key, or null), a completed job whose hash has `unique_done` (unique_until='done',
+--          ADR 0152) frees its key, only while the key still names this job ("<id>|<ms>").
 -- Returns: array of 1 (completed) / 2 (completed, has dependants) / 0 (lease lost), one per lease
 -- Errors:  none of its own.
 
@@ -24,7 +27,7 @@ local active, completed = KEYS[1], KEYS[2]
 local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local batch = cjson.decode(ARGV[4])
-local ids, tokens, results = batch['id'], batch['token'], batch['result']
+local ids, tokens, results, uniques = batch['id'], batch['token'], batch['result'], batch['unique']
 local out, done = {}, {}
 local fin = pq_finisher(now, KEYS[4], KEYS[3], ARGV[5], ARGV[3])
 for i = 1, #ids do
@@ -43,6 +46,13 @@ for i = 1, #ids do
     end
     done[#done + 1] = now
     done[#done + 1] = id
+    if uniques ~= nil and uniques[i] ~= cjson.null and redis.call('HEXISTS', key, 'unique_done') == 1 then
+      local unique_key = ARGV[6] .. uniques[i]
+      local held = redis.call('GET', unique_key)
+      if held and string.sub(held, 1, #id + 1) == id .. '|' then
+        redis.call('DEL', unique_key)
+      end
+    end
   else
     out[i] = 0
   end

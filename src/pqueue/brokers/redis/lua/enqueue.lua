@@ -31,7 +31,8 @@
 --          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
 --          idempotency_key, meta (JSON text),  absent when no job sets them, else an
 --          limit_key, limit ("rate burst       array with null for jobs that do not
---          concurrency", '-' for none)         (a limited batch goes to its lane's keys)
+--          concurrency", '-' for none),        (a limited batch goes to its lane's keys)
+--          unique_done (1 or null)
 -- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
@@ -63,7 +64,9 @@ local unique_keys, unique_fors = h['unique_key'], h['unique_for']
 -- batch sets them, and most batches set none: the `or` spares those building the list.
 local optional = {}
 if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit'] then
-  for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit'}) do
+  -- unique_done (1: unique_until='done', ADR 0152) comes only with a unique_key
+  local names = {'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit', 'unique_done'}
+  for _, name in ipairs(names) do
     if h[name] ~= nil then
       optional[#optional + 1] = {name, h[name]}
     end

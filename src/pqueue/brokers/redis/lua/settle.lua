@@ -4,7 +4,9 @@
 -- (so a repeat after a crash does nothing) is the child changed:
 --   * parent completed: its result is copied to the child's field presult:<parent id>;
 --     with no parent left the child is lined up (pending at the back, or scheduled while
---     its own run_at is ahead) and a wake-up is published;
+--     its own run_at is ahead) and a wake-up is published; a limited child (a limit_key
+--     field) is lined up in its group's lane instead, which is marked "look now" in the
+--     queue's lanes zset (ADR 0110, _limits.lua), so claims apply its limits;
 --   * parent dead or cancelled and on_parent_failure 'cancel': the child is cancelled
 --     with a ParentFailed error and finished by pq_finish (_lib.lua), as cancel.lua
 --     finishes one; if it has dependants itself it goes into `settled` and is answered,
@@ -18,6 +20,7 @@
 -- KEYS[5]  <p>:{q}:settled
 -- KEYS[6]  <p>:{q}:seq
 -- KEYS[7]  <p>:{q}:followed     set of jobs with dependants or a result() waiter
+-- KEYS[8]  <p>:{q}:lanes        zset limit key -> when its lane may next be claimable
 -- ARGV[1]  now ms, or '' for the server clock
 -- ARGV[2]  job key prefix <p>:{q}:job:   (job keys are built from it; see _lib.lua)
 -- ARGV[3]  deps key prefix <p>:{q}:deps:
@@ -29,7 +32,8 @@
 -- ARGV[9]  queue name
 -- ARGV[10] results channel
 -- ARGV[11] error history length to keep
--- ARGV[12..] child ids
+-- ARGV[12] lane prefix <p>:{q}:lane:   (a lane's keys are <this><limit key>:<name>)
+-- ARGV[13..] child ids
 -- Returns: ids of children cancelled here that have dependants of their own
 -- Errors:  none of its own.
 
@@ -38,11 +42,11 @@ local parent, parent_status = ARGV[4], ARGV[5]
 local cascade = {}
 local fin = nil  -- pq_finisher's, made when the first child is cancelled
 local woken = false
-for i = 12, #ARGV do
+for i = 13, #ARGV do
   local id = ARGV[i]
   local key = ARGV[2] .. id
   local deps = ARGV[3] .. id
-  local cur = redis.call('HMGET', key, 'status', 'on_parent_failure', 'attempt', 'run_at')
+  local cur = redis.call('HMGET', key, 'status', 'on_parent_failure', 'attempt', 'run_at', 'limit_key')
   if cur[1] == 'waiting' and redis.call('SREM', deps, parent) == 1 then
     if parent_status ~= 'completed' and cur[2] ~= 'run' then
       pq_add_error(key, {
@@ -62,13 +66,18 @@ for i = 12, #ARGV do
       if redis.call('SCARD', deps) == 0 then
         local run_at = math.max(tonumber(cur[4]) or now, now)
         local seq = redis.call('INCR', KEYS[6])
+        local pending, scheduled = KEYS[1], KEYS[2]
+        if cur[5] then  -- a limited child waits and runs in its lane
+          pending, scheduled = ARGV[12] .. cur[5] .. ':pending', ARGV[12] .. cur[5] .. ':scheduled'
+          redis.call('ZADD', KEYS[8], 'LT', 0, cur[5])
+        end
         redis.call('ZREM', KEYS[3], id)
         if run_at > now then
           redis.call('HSET', key, 'status', 'scheduled', 'run_at', pq_int(run_at), 'seq', pq_int(seq))
-          redis.call('ZADD', KEYS[2], run_at, id)
+          redis.call('ZADD', scheduled, run_at, id)
         else
           redis.call('HSET', key, 'status', 'pending', 'run_at', pq_int(run_at), 'seq', pq_int(seq))
-          redis.call('RPUSH', KEYS[1], id)
+          redis.call('RPUSH', pending, id)
         end
         woken = true
       end

@@ -1,0 +1,7 @@
+"""Contract: CompletionContract (see pqueue.testing.contract.completion), once per backend."""
+
+from pqueue.testing.contract import CompletionContract
+
+
+class TestCompletion(CompletionContract):
+    pass
