@@ -1,4 +1,5 @@
-"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``.
+"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``,
+``sqlite://``.
 
 Built-in backends are imported lazily, so ``import pqueue`` never needs redis-py or
 psycopg. Third-party backends register a scheme through the entry-point group
@@ -28,6 +29,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "rediss": ("pqueue.brokers.redis:RedisBroker", "redis"),
     "postgresql": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
     "postgres": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
+    "sqlite": ("pqueue.brokers.sqlite:SqliteBroker", ""),
 }
 """scheme -> (import target, the pip extra that provides its driver)."""
 
