@@ -2,7 +2,9 @@
 
 It drives the :class:`~pqueue.brokers.sqlite.broker.SqliteBroker`'s own steps (the same
 transaction bodies, statements and decoding) on a blocking connection opened like the
-broker's, so a producer's enqueue never waits for the asyncio loop thread (ADR 0136).
+broker's, so a producer's enqueue never waits for the asyncio loop thread (ADR 0136). A
+file whose writer lock stays taken past ``busy_timeout`` raises :class:`~pqueue.transport.Hop`:
+the call goes through the loop thread's broker, which reports it (ADR 0120).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import threading
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pqueue.brokers.sqlite.connection import connect, transact, translated
+from pqueue.errors import BrokerUnavailable
 from pqueue.steps import Steps, run_sync
-from pqueue.transport import StepsTransport
+from pqueue.transport import Hop, StepsTransport
 
 if TYPE_CHECKING:
     from pqueue.brokers.sqlite.broker import SqliteBroker, Txn
@@ -36,10 +39,16 @@ class SqliteSyncTransport(StepsTransport["Txn", Any]):
     def _execute(self, txn: Txn) -> Any:
         work, write = txn
         config = self.broker.config
-        with self._lock, translated(config):
-            if self._conn is None:
-                self._conn = connect(config)
-            return transact(self._conn, work, write=write)
+        try:
+            with self._lock, translated(config):
+                return transact(self._connection(), work, write=write)
+        except BrokerUnavailable as exc:  # the writer lock stayed taken: the loop thread retries
+            raise Hop(str(exc)) from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect(self.broker.config)
+        return self._conn
 
     def close(self) -> None:
         with self._lock:
