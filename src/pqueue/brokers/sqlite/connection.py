@@ -44,9 +44,9 @@ def check_path(config: SqliteConfig, *, create: bool) -> None:
         raise SchemaError(f"sqlite: no pqueue database at {path!r}; {migrate_hint(config)}")
     if exists and not os.path.isfile(path):
         raise ConfigError(f"sqlite: {path!r} is not a file")
-    if exists and not os.access(path, os.R_OK | os.W_OK):
+    if exists and not _writable(path):
         raise ConfigError(f"sqlite: {path!r} is read-only; pqueue needs to write to it")
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not _writable(folder):
         raise ConfigError(
             f"sqlite: the directory {folder!r} is read-only; pqueue needs to write "
             "the database's -wal and -shm files beside it"
@@ -56,6 +56,12 @@ def check_path(config: SqliteConfig, *, create: bool) -> None:
             head = f.read(16)
         if head and head != b"SQLite format 3\x00":
             raise SchemaError(f"sqlite: {path!r} is not a SQLite database")
+
+
+def _writable(path: str) -> bool:
+    """Whether ``path`` may be written: the OS allows it and its owner left a write bit on
+    (root may write anywhere, but a file or folder made read-only on purpose is refused)."""
+    return os.access(path, os.W_OK) and bool(os.stat(path).st_mode & 0o222)
 
 
 def connect(config: SqliteConfig, *, create: bool = False) -> sqlite3.Connection:

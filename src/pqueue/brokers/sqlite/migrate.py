@@ -11,6 +11,7 @@ property of the file, kept across connections.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 from pqueue.brokers.sqlite.config import SqliteConfig
@@ -78,6 +79,8 @@ async def migrate_async(dsn: str) -> list[int]:
 def current_version(dsn: str) -> int:
     """The database's applied version; 0 when it was never migrated. Changes nothing."""
     config = SqliteConfig.from_url(dsn)
+    if not os.path.exists(config.path):
+        return 0
     conn = connect(config)
     try:
         with translated(config):
