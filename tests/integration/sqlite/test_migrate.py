@@ -20,8 +20,8 @@ JOBS = 30
 
 def _run(*args: str, record: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PQUEUE_TEST_RECORD": str(record), "PYTHONPATH": os.pathsep.join(sys.path)}
-    return subprocess.Popen([sys.executable, "-m", "pqueue", *args], cwd=ROOT, env=env, stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE)  # fmt: skip
+    command = [sys.executable, "-m", "pqueue", *args]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
 
 
 async def test_a_second_migrate_while_workers_run_is_safe(tmp_path: Path) -> None:
