@@ -1,6 +1,7 @@
 """A file the SQLite backend cannot use is refused in one line, and nothing is written: a
 missing directory, a read-only file or directory, a file that is not SQLite, a database at
-another schema version ("run pqueue migrate"). The CLI prints the line; the API raises it typed."""
+another schema version ("run pqueue migrate"). The CLI prints the line; the API raises it
+typed. A file that does not exist yet (in a directory that does) is made, at the current version."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import pqueue
-from pqueue.brokers.sqlite import migrate
+from pqueue.brokers.sqlite import current_version, migrate
+from pqueue.brokers.sqlite.sql import latest_version
 from pqueue.errors import ConfigError, PQueueError, SchemaError
 
 
@@ -89,16 +91,21 @@ async def test_a_file_that_is_not_sqlite(folder: Path) -> None:
     assert _snapshot(folder) == {"notes.db": b"these are my notes, not a database\n"}
 
 
-async def test_a_missing_file_or_another_schema_version_says_run_pqueue_migrate(folder: Path) -> None:
+async def test_a_new_file_is_created_at_the_current_version(folder: Path) -> None:
     dsn = f"sqlite:///{folder}/jobs.db"
-    await _refused(dsn, SchemaError, "run: pqueue migrate")
-    _one_line(_cli("stats", "--dsn", dsn, cwd=folder), "run: pqueue migrate")
-    assert _snapshot(folder) == {}  # opening never creates the file
+    async with pqueue.connect(dsn) as broker:
+        assert "at version" in await broker.check_health()
+    assert current_version(dsn) == latest_version()
+
+
+async def test_another_schema_version_says_run_pqueue_migrate(folder: Path) -> None:
+    dsn = f"sqlite:///{folder}/jobs.db"
     migrate(dsn)
     with closing(sqlite3.connect(folder / "jobs.db")) as conn:
         conn.execute("DELETE FROM migrations")
         conn.commit()
     await _refused(dsn, SchemaError, "run: pqueue migrate")
+    _one_line(_cli("stats", "--dsn", dsn, cwd=folder), "run: pqueue migrate")
     with closing(sqlite3.connect(folder / "jobs.db")) as conn:
         conn.execute("INSERT INTO migrations VALUES (999, 'future', 0)")
         conn.commit()

@@ -165,9 +165,15 @@ class Database:
         self._lock = threading.Lock()
 
     async def open(self) -> int:
-        """Connect and check the schema; returns its version."""
+        """Connect and check the schema; returns its version. A file that does not exist yet
+        (in a directory that does) is created and migrated: nothing was there to protect (ADR 0147)."""
 
         def start(_: object) -> int:
+            if not os.path.exists(self.config.path):  # a new file starts at the current version
+                from pqueue.brokers.sqlite.migrate import migrate_file
+
+                check_path(self.config, create=True)
+                migrate_file(self.config)
             self._conn = connect(self.config)
             with translated(self.config):
                 return check_schema(self._conn, self.config)

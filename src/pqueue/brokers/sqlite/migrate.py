@@ -23,7 +23,11 @@ from pqueue.errors import SchemaError
 def migrate(dsn: str) -> list[int]:
     """Bring the database named by ``dsn`` up to date (creating the file); returns the
     versions applied by this call (empty when already current)."""
-    config = SqliteConfig.from_url(dsn)
+    return migrate_file(SqliteConfig.from_url(dsn))
+
+
+def migrate_file(config: SqliteConfig) -> list[int]:
+    """:func:`migrate` for a parsed configuration."""
     q = queries()
     applied_now: list[int] = []
     conn = connect(config, create=True)
