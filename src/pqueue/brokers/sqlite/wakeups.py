@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 
 from pqueue.brokers.sqlite.config import SqliteConfig
 from pqueue.brokers.sqlite.connection import connect
@@ -90,7 +91,7 @@ class Poller:
             with self._lock:
                 if not self._waiters:
                     self._want.clear()
-            threading.Event().wait(pause)
+            time.sleep(pause)
         if conn is not None:
             conn.close()
 
