@@ -95,20 +95,25 @@ UPDATE limit_groups SET tokens = :tokens, refilled_at = :now WHERE queue = :queu
 
 
 -- name: lease
--- Lease one job to a worker; returns the lease and the job.
+-- Lease the jobs :ids (a JSON array, in claim order) to a worker in one statement: the
+-- i-th gets token :token + i. Returns the leases and the jobs, in no order.
 UPDATE jobs SET
-    status = 'active', attempt = attempt + 1, started_at = :now, lease_token = :token,
+    status = 'active', attempt = attempt + 1, started_at = :now, lease_token = :token + p.key,
     lease_expires_at = :expires_at, worker_id = :worker_id
-WHERE id = :id
+FROM json_each(:ids) AS p
+WHERE jobs.id = p.value
 RETURNING lease_token, lease_expires_at, {job_columns};
 
 
 -- name: ack
--- Complete a leased job with its result; returns whether it has children to settle.
+-- Complete leased jobs with their results in one statement: :leases is a JSON array of
+-- [id, token, result JSON text or null]. Returns each completed job's id and whether it has
+-- children to settle.
 UPDATE jobs SET
-    status = 'completed', finished_at = :now, result = :result, lease_token = NULL,
-    lease_expires_at = NULL
-WHERE id = :id AND lease_token = :token
+    status = 'completed', finished_at = :now, result = json_extract(p.value, '$[2]'),
+    lease_token = NULL, lease_expires_at = NULL
+FROM json_each(:leases) AS p
+WHERE jobs.id = json_extract(p.value, '$[0]') AND jobs.lease_token = json_extract(p.value, '$[1]')
 RETURNING id, has_children;
 
 

@@ -134,22 +134,21 @@ def claim(
     if not picked:
         return [], []
     token = next_counter(conn, "lease_token", len(picked))
+    params = {
+        "ids": json.dumps(picked),
+        "now": now,
+        "token": token,
+        "expires_at": now + lease_for,
+        "worker_id": worker_id,
+    }
+    rows = sorted(conn.execute(Q["lease"], params).fetchall(), key=lambda row: int(row[0]))  # claim order
     leases: list[Lease] = []
     corrupt: list[tuple[str, int, CorruptJob]] = []
-    expires_at = now + lease_for
-    for i, job_id in enumerate(picked):
-        params = {
-            "id": job_id,
-            "now": now,
-            "token": token + i,
-            "expires_at": expires_at,
-            "worker_id": worker_id,
-        }
-        tok, expires, *row = conn.execute(Q["lease"], params).fetchone()
+    for tok, expires, *row in rows:
         try:
             leases.append(Lease(row_to_job(row), str(tok), float(expires)))
         except CorruptJob as exc:
-            corrupt.append((job_id, tok, exc))
+            corrupt.append((str(row[0]), tok, exc))
     return leases, corrupt
 
 
@@ -164,20 +163,15 @@ def token_of(lease: Lease) -> int | None:
 def ack(
     conn: sqlite3.Connection, now: float, leases: Sequence[Lease], results_json: Sequence[str | None] | None
 ) -> list[bool]:
+    results = results_json or [None] * len(leases)
+    triples = [[lease.job.id, token_of(lease), result] for lease, result in zip(leases, results, strict=True)]
+    rows = conn.execute(Q["ack"], {"leases": json.dumps(triples), "now": now}).fetchall()
+    done = {str(job_id) for job_id, _ in rows}
+    flows.settle(conn, [str(job_id) for job_id, has_children in rows if has_children], now)
     out: list[bool] = []
-    finished: list[str] = []
-    for i, lease in enumerate(leases):
-        params = {
-            "id": lease.job.id,
-            "token": token_of(lease),
-            "now": now,
-            "result": results_json[i] if results_json else None,
-        }
-        row = conn.execute(Q["ack"], params).fetchone()
-        out.append(row is not None)
-        if row is not None and row[1]:
-            finished.append(lease.job.id)
-    flows.settle(conn, finished, now)
+    for lease in leases:  # a lease given twice settles once
+        out.append(lease.job.id in done)
+        done.discard(lease.job.id)
     return out
 
 
