@@ -33,10 +33,11 @@ def size(path: str) -> int:
 async def fill(dsn: str, jobs: int) -> None:
     async with pqueue.connect(dsn, synchronous="normal") as broker:
         for start in range(0, jobs, BATCH):
-            specs = build_specs("bench:job", [{"n": i, "day": "2026-11-27"} for i in range(start, start + BATCH)])
+            payloads = [{"n": i, "day": "2026-11-27"} for i in range(start, start + BATCH)]
+            specs = build_specs("bench:job", payloads)
             await broker.enqueue(specs)
             leases = await broker.claim(["default"], worker_id="w", limit=BATCH, lease_for=60)
-            await broker.ack(leases, ["{\"ok\": true}"] * len(leases))
+            await broker.ack(leases, ['{"ok": true}'] * len(leases))
 
 
 async def prune_all(dsn: str) -> int:
@@ -48,7 +49,8 @@ async def prune_all(dsn: str) -> int:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--jobs", type=int, default=100_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
