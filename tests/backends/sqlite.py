@@ -3,6 +3,7 @@ temporary directory of its own, removed afterwards."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -13,6 +14,7 @@ NAME = "sqlite"
 SERVICE = None
 
 _ROOT = os.path.join(tempfile.gettempdir(), f"pqueue-sqlite-tests-{os.getpid()}")
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # the per-process folder, once emptied
 
 
 def _folder(namespace: str) -> str:

@@ -41,13 +41,13 @@ class SqliteSyncTransport(StepsTransport["Txn", Any]):
         config = self.broker.config
         try:
             with self._lock, translated(config):
-                return transact(self._connection(), work, write=write)
+                return transact(self._connection(), work, write=write, wait=config.busy_timeout)
         except BrokerUnavailable as exc:  # the writer lock stayed taken: the loop thread retries
             raise Hop(str(exc)) from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self.broker.config)
+            self._conn = connect(self.broker.config, spin=True)
         return self._conn
 
     def close(self) -> None:
