@@ -46,10 +46,13 @@ def redact(dsn: str) -> str:
         password = parts.password
     except ValueError:
         return "<unparseable DSN>"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    secret_query = any(key.lower() in SECRET_PARAMETERS for key, _ in query)
+    if password is None and not secret_query:
+        return dsn  # nothing to hide (and urlunsplit would turn sqlite:///x.db into sqlite:/x.db)
     if password is not None:
         parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key.lower() in SECRET_PARAMETERS for key, _ in query):
+    if secret_query:
         masked = [(k, "***" if k.lower() in SECRET_PARAMETERS else v) for k, v in query]
         parts = parts._replace(query=urlencode(masked, safe="*"))
     return urlunsplit(parts)
