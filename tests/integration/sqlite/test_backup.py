@@ -26,17 +26,17 @@ def _backup(source: Path, target: Path) -> None:
         conn.execute("VACUUM INTO ?", (str(target),))
 
 
+def _start_worker(dsn: str, record: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PQUEUE_TEST_RECORD": str(record), "PYTHONPATH": os.pathsep.join(sys.path)}
+    app = "tests.worker.apps.crash_app:router"
+    command = [sys.executable, "-m", "pqueue", "worker", app, "--dsn", dsn, "--concurrency", "4"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+
+
 async def test_vacuum_into_while_a_worker_runs(tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path}/jobs.db"
     migrate(dsn)
-    env = {
-        **os.environ,
-        "PQUEUE_TEST_RECORD": str(tmp_path / "runs.log"),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    app = "tests.worker.apps.crash_app:router"
-    command = [sys.executable, "-m", "pqueue", "worker", app, "--dsn", dsn, "--concurrency", "4"]
-    worker = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    worker = _start_worker(dsn, tmp_path / "runs.log")
     try:
         async with AsyncClient(dsn) as client:
             await client.enqueue_many([Task("crash:record", 0.05) for _ in range(JOBS)])
