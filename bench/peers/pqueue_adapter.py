@@ -4,6 +4,9 @@ One adapter serves every backend: the DSN comes from ``BENCH_PQUEUE_DSN`` (defau
 ``redis://127.0.0.1:6379/8``, the harness's own Redis DB). Postgres runs use the schema
 ``pqueue_bench`` in the harness's database, e.g.
 ``BENCH_PQUEUE_DSN=postgresql://postgres@127.0.0.1:5432/bench_peers?schema=pqueue_bench``.
+SQLite runs (against huey's ``SqliteHuey``, the ``huey_sqlite`` adapter) use a file named
+``pqueue_bench*.db``, deleted and migrated anew by ``setup``, e.g.
+``BENCH_PQUEUE_DSN=sqlite:////tmp/bench-sqlite/pqueue_bench.db``.
 
 Run from the harness folder, with a Python that has pqueue installed::
 
@@ -40,6 +43,17 @@ def _wipe() -> None:
     scheme = urlsplit(DSN).scheme
     if scheme.startswith("redis"):
         common.flush_redis_db(DSN.split("?", 1)[0])  # refuses anything but DBs 8..12
+        return
+    if scheme == "sqlite":
+        from pqueue.brokers.sqlite import migrate as migrate_sqlite
+        from pqueue.brokers.sqlite.config import SqliteConfig
+
+        path = SqliteConfig.from_url(DSN).path
+        assert os.path.basename(path).startswith("pqueue_bench"), "the bench only wipes its own file"
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        migrate_sqlite(DSN)
         return
     from pqueue.brokers.postgres import migrate
     from pqueue.brokers.postgres.config import PostgresConfig

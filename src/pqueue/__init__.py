@@ -1,4 +1,4 @@
-"""pqueue: typed background jobs on Redis, Postgres or memory, with one contract for all.
+"""pqueue: typed background jobs on Redis, Postgres, SQLite or memory, with one contract for all.
 
 The public API is re-exported here; everything else is an implementation detail.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-BACKENDS = ("memory", "redis", "postgres")
+BACKENDS = ("memory", "redis", "postgres", "sqlite")
 
 
 def available() -> dict[str, ModuleType]:

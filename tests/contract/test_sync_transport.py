@@ -1,7 +1,7 @@
 """Contract: enqueue, unique, batch, limited jobs and inspector reads through the sync Client's
 transport.
 
-The sync ``Client`` enqueues and reads on Redis and Postgres from the caller's thread
+The sync ``Client`` enqueues and reads on Redis, Postgres and SQLite from the caller's thread
 (:mod:`pqueue.transport`); here every ``enqueue``, ``get_job``, ``list_queues`` and ``list_jobs`` of
 the contract goes through that blocking transport (run in a worker thread), the rest
 through the broker, so the two transports cannot drift. The memory backend has no
@@ -98,4 +98,5 @@ class TestLimitsThroughSyncTransport(LimitsContract):
 def test_every_backend_with_a_sync_client_path_has_a_transport() -> None:
     assert sync_transport(pqueue.connect("redis://127.0.0.1:6379/0")) is not None
     assert sync_transport(pqueue.connect("postgresql://postgres@127.0.0.1/test")) is not None
+    assert sync_transport(pqueue.connect("sqlite:///pqueue.db")) is not None
     assert sync_transport(pqueue.connect("memory://x")) is None

@@ -7,7 +7,8 @@ shell (a block with a top-level ``await`` runs in ``asyncio.run``); its bash blo
 ``PATH``. Every DSN in a block is rewritten to the test's own namespace before it runs:
 ``redis://…`` to a fresh key prefix, ``postgresql://…`` to a fresh schema (already
 migrated), ``memory://name`` to a store of its own; a block's other query parameters
-(``retention=…``) are kept. Shared keys, schemas and stores are never touched, and
+(``retention=…``) are kept. A relative ``sqlite:///file.db`` needs no rewriting: it names a
+file in the page's own working directory. Shared keys, schemas and stores are never touched, and
 :meth:`PageRun.close` removes what the page made.
 """
 

@@ -154,3 +154,12 @@ def test_every_unknown_option_is_named_once() -> None:
 def test_secret_parameters_of_every_driver_are_redacted() -> None:
     assert redact("rediss://h/0?ssl_password=hunter2&db=1") == "rediss://h/0?ssl_password=***&db=1"
     assert "hunter2" not in redact("postgresql://db/x?oauth_client_secret=hunter2")
+
+
+def test_a_dsn_without_secrets_is_shown_as_given() -> None:
+    """Rebuilding it would turn sqlite:///pqueue.db into sqlite:/pqueue.db in every log line."""
+    assert redact("sqlite:///pqueue.db") == "sqlite:///pqueue.db"
+    assert (
+        redact("sqlite:////var/lib/app/jobs.db?retention=60") == "sqlite:////var/lib/app/jobs.db?retention=60"
+    )
+    assert redact("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"

@@ -8,9 +8,11 @@ per call. Runs on every backend (memory through the sync Client's loop thread).
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from typing import Any
 
 import psycopg
@@ -121,6 +123,14 @@ def refuse_jobs_of_type_bad(backend_name: str, backend_dsn: str, namespace: str)
         with psycopg.connect(backend_dsn.split("?", maxsplit=1)[0], autocommit=True) as conn:
             conn.execute(f"ALTER TABLE {namespace}.jobs ADD CONSTRAINT no_bad CHECK (type <> 'bad')")
         return {}
+    if backend_name == "sqlite":
+        with closing(sqlite3.connect(backend_dsn.removeprefix("sqlite:///"))) as conn:
+            conn.execute(
+                "CREATE TRIGGER no_bad BEFORE INSERT ON jobs WHEN NEW.type = 'bad' "
+                "BEGIN SELECT RAISE(ABORT, 'no bad jobs'); END"
+            )
+            conn.commit()
+        return {}
     # Redis: the bad job's unique key holds a list, so enqueue.lua's GET on it fails (WRONGTYPE).
     redis = Redis.from_url(backend_dsn.split("?", maxsplit=1)[0])
     redis.rpush(queue_keys(namespace, "default").unique_prefix + "bad", "x")
@@ -128,7 +138,7 @@ def refuse_jobs_of_type_bad(backend_name: str, backend_dsn: str, namespace: str)
     return {"unique_for": 60, "unique_key": "bad"}
 
 
-@only_backends("redis", "postgres")
+@only_backends("redis", "postgres", "sqlite")
 async def test_a_bad_job_among_concurrent_threads_fails_alone(
     broker: FullBroker, backend_dsn: str, backend_name: str, namespace: str
 ) -> None:
@@ -155,7 +165,7 @@ async def test_a_bad_job_among_concurrent_threads_fails_alone(
     assert sorted(j.payload for j in jobs) == [i for i in range(THREADS) if i != 5]
 
 
-@only_backends("redis", "postgres")
+@only_backends("redis", "postgres", "sqlite")
 async def test_a_bad_job_among_concurrent_coroutines_fails_alone(
     broker: FullBroker, backend_dsn: str, backend_name: str, namespace: str
 ) -> None:
@@ -173,7 +183,7 @@ async def test_a_bad_job_among_concurrent_coroutines_fails_alone(
     assert sorted(j.payload for j in jobs) == [i for i in range(THREADS) if i != 1]
 
 
-@only_backends("redis", "postgres")
+@only_backends("redis", "postgres", "sqlite")
 async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
     broker: FullBroker, backend_dsn: str, backend_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -188,6 +198,12 @@ async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
 
                 monkeypatch.setattr(transport, "_send", lost)  # reads
                 monkeypatch.setattr(transport, "_send_line", lost)  # the combiner's round trips
+            elif backend_name == "sqlite":
+
+                def locked() -> object:
+                    raise sqlite3.OperationalError("database is locked")
+
+                monkeypatch.setattr(transport, "_connection", locked)
             else:
 
                 def busy(**_: object) -> object:
@@ -229,7 +245,7 @@ async def test_enqueues_keep_one_connection_and_outlive_the_server_closing_it(
     assert now != kept and payloads == ["1", "2", "3"]
 
 
-@only_backends("redis", "postgres")
+@only_backends("redis", "postgres", "sqlite")
 async def test_a_closed_client_refuses_calls_until_opened_again(broker: FullBroker, backend_dsn: str) -> None:
     def body() -> None:
         client = Client(backend_dsn)

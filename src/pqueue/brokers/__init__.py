@@ -1,4 +1,5 @@
-"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``.
+"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``,
+``sqlite://``.
 
 Built-in backends are imported lazily, so ``import pqueue`` never needs redis-py or
 psycopg. Third-party backends register a scheme through the entry-point group
@@ -28,6 +29,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "rediss": ("pqueue.brokers.redis:RedisBroker", "redis"),
     "postgresql": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
     "postgres": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
+    "sqlite": ("pqueue.brokers.sqlite:SqliteBroker", ""),
 }
 """scheme -> (import target, the pip extra that provides its driver)."""
 
@@ -44,10 +46,13 @@ def redact(dsn: str) -> str:
         password = parts.password
     except ValueError:
         return "<unparseable DSN>"
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    secret_query = any(key.lower() in SECRET_PARAMETERS for key, _ in query)
+    if password is None and not secret_query:
+        return dsn  # nothing to hide (and urlunsplit would turn sqlite:///x.db into sqlite:/x.db)
     if password is not None:
         parts = parts._replace(netloc=parts.netloc.replace(f":{password}@", ":***@", 1))
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if any(key.lower() in SECRET_PARAMETERS for key, _ in query):
+    if secret_query:
         masked = [(k, "***" if k.lower() in SECRET_PARAMETERS else v) for k, v in query]
         parts = parts._replace(query=urlencode(masked, safe="*"))
     return urlunsplit(parts)

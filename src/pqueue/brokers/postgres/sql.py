@@ -17,13 +17,13 @@ from typing import LiteralString
 
 from psycopg import sql
 
+from pqueue.brokers.named_sql import parse_named
 from pqueue.brokers.postgres.codec import JOB_COLUMNS
 from pqueue.errors import ConfigError
 
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}\Z")
 """Schema names pqueue accepts: lower-case identifiers short enough to name a channel."""
 
-_NAME_LINE = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
@@ -75,27 +75,6 @@ def channel_for(schema: str) -> str:
 def results_channel_for(schema: str) -> str:
     """The NOTIFY channel on which finished jobs that a ``result()`` waits for are named."""
     return f"{schema}.results"
-
-
-def parse_named(text: str) -> dict[str, str]:
-    """Split a file of ``-- name: x`` blocks into {name: statement}.
-
-    The description comment is dropped and replaced by a ``-- pqueue:<name>`` tag, so the
-    statement is recognisable in ``pg_stat_activity`` and the server log.
-    """
-    parts = _NAME_LINE.split(text)
-    blocks: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in blocks:
-            raise ValueError(f"queries.sql: {name!r} is defined twice")
-        lines = body.strip().splitlines()
-        while lines and lines[0].startswith("--"):
-            lines.pop(0)
-        statement = "\n".join(lines).strip().rstrip(";").strip()
-        if not statement:
-            raise ValueError(f"queries.sql: {name!r} has no statement")
-        blocks[name] = f"-- pqueue:{name}\n{statement}"
-    return blocks
 
 
 @cache
