@@ -119,6 +119,8 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
+        if options.cluster:  # hand-off needs a node-local subscriber count (ADR 0142)
+            self.capabilities = self.capabilities - {Capability.HANDOFF}
         self._hub = Hub(RedisLink(lambda: self.client, self.reporter), name=f"pqueue-redis-hub-{self.prefix}")
         self._wakeups = Wakeups()
         self._markers = FlushMarkers()
@@ -520,7 +522,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
             hub.register(self.keys.wake_channel, wakeups.wake, wakeups.wake_all)
             hub.register(self._handoff_channel, self._received)
         await hub.start(max(timeout, 0.0))
-        listening = hub.hears(self._handoff_channel)  # parked claimers need their hand-offs heard
+        # Parked claimers need their hand-offs heard; a cluster's claimers never park: the
+        # enqueue's PUBSUB NUMSUB sees only the subscribers of its own node (ADR 0142).
+        listening = Capability.HANDOFF in self.capabilities and hub.hears(self._handoff_channel)
         event = asyncio.Event()
         wakeups.add(queues, event)
         if claimer is not None:

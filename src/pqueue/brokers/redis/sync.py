@@ -13,14 +13,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from redis import BlockingConnectionPool, Redis
+from redis import BlockingConnectionPool, Redis, RedisCluster
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from pqueue.brokers.redis.core import unreachable
+from pqueue.brokers.redis import cluster
+from pqueue.brokers.redis.core import RETRY_CAP, unreachable
 from pqueue.brokers.redis.scripts import Command
 from pqueue.combine import Outcome, Request
 from pqueue.steps import Steps, run_sync
@@ -40,12 +41,16 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         super().__init__(broker)
         self.broker = broker
         self._lock = threading.Lock()
-        self._client: Redis | None = None
-        self._line: Redis | None = None
+        self._client: Redis | RedisCluster | None = None
+        self._line: Redis | RedisCluster | None = None
 
-    def _redis(self) -> Redis:
+    def _redis(self) -> Redis | RedisCluster:
         if self._client is None:
             with self._lock:
+                if self._client is None and self.broker.options.cluster:  # connects here: may hop
+                    self._client = cluster.sync_client(
+                        self.broker.options, self.broker.pool_options(), backoff_cap=RETRY_CAP
+                    )
                 if self._client is None:
                     try:
                         pool = BlockingConnectionPool.from_url(
@@ -62,13 +67,17 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
                     self._client = Redis(connection_pool=pool)
         return self._client
 
-    def _line_client(self) -> Redis:
+    def _line_client(self) -> Redis | RedisCluster:
         """The client of the combiner's round trips: one connection of the pool, kept. The
         combiner sends one round trip at a time, so they need no check-out and check-in
-        of a pooled connection per call (a third of redis-py's cost of a call)."""
+        of a pooled connection per call (a third of redis-py's cost of a call). A cluster's
+        client routes by slot over its own per-node connections: it is its own line."""
         line = self._line
         if line is None:
-            pool = self._redis().connection_pool
+            client = self._redis()
+            if isinstance(client, RedisCluster):
+                return client
+            pool = client.connection_pool
             with self._lock:
                 if self._line is None:  # connects here: an unreachable server hops
                     self._line = Redis(connection_pool=pool, single_connection_client=True)
@@ -84,8 +93,8 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         try:
             result = run_sync(steps, send)
         except (RedisError, OSError) as exc:
-            if unreachable(exc):
-                raise Hop(f"redis at {self.broker.address}: {exc}") from exc
+            if unreachable(exc) or cluster.reconfiguring(exc):
+                raise Hop(f"{self.broker.server}: {type(exc).__name__}") from exc
             raise self.broker.translate(exc) from exc
         self.broker.health.ok(sent_at)
         return result
@@ -107,13 +116,17 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         if line is not None:
             line.close()  # its connection back to the pool, which is closed next
         client, self._client = self._client, None
-        if client is not None:
+        if isinstance(client, RedisCluster):
+            client.close()
+        elif client is not None:
             client.close()
             client.connection_pool.disconnect()
 
 
-def _round_trip(client: Redis, commands: Sequence[Command]) -> list[Any]:
+def _round_trip(client: Redis | RedisCluster, commands: Sequence[Command]) -> list[Any]:
     """One round trip: a lone command without a pipeline's cost; refusals in place of replies."""
+    if isinstance(client, RedisCluster):
+        return cluster.send_sync(client, commands)
     if len(commands) == 1:
         execute: Callable[..., Any] = client.execute_command
         try:
