@@ -84,10 +84,10 @@ def describe_cluster_error(exc: BaseException) -> str:
         if isinstance(exc, kind):
             return cause
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "cannot be connected" in text or "at least one reachable node" in text:
-        return "no startup node answered"
     if "Cluster mode is not enabled" in text:
         return "not a cluster node (cluster mode is off): use redis:// for one server"
+    if "cannot be connected" in text or "at least one reachable node" in text:
+        return "no startup node answered"
     return text
 
 

@@ -17,7 +17,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
@@ -83,9 +83,9 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except PQueueError:
             honour_lost_cancel(task, cancels)
             raise
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             honour_lost_cancel(task, cancels)
-            raise core.translate(exc) from (None if unreachable(exc) else exc)
+            raise core.translate(exc) from (None if unreachable(exc) or cluster.reconfiguring(exc) else exc)
         honour_lost_cancel(task, cancels)
         core.health.ok(sent_at)
         return result
@@ -209,7 +209,7 @@ class RedisCore:
         log.debug("%s: %s", self.server, exc, exc_info=exc)
         return BrokerUnreachable(failure_message(self.server, cause), address=self.address, cause=cause)
 
-    def translate(self, exc: RedisError | OSError) -> BrokerError:
+    def translate(self, exc: RedisError | RedisClusterException | OSError) -> BrokerError:
         """The pqueue error for a driver error (the message has the cause; callers get no
         driver traceback for an unreachable server). Both transports raise through this."""
         if isinstance(exc.__cause__, BrokerUnreachable):  # first_failure's verdict, wrapped by

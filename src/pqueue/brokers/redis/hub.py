@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from pqueue.brokers.handoff import FlushMarkers
 from pqueue.brokers.hub import Hub
@@ -70,7 +70,7 @@ class RedisSession:
 class RedisLink:
     """Makes the hub's pub/sub connections; reports outages to the server's health."""
 
-    errors: tuple[type[BaseException], ...] = (RedisError, OSError)
+    errors: tuple[type[BaseException], ...] = (RedisError, RedisClusterException, OSError)
 
     def __init__(self, client: Callable[[], Redis | RedisCluster], reporter: OutageReporter) -> None:
         self._client = client  # the open broker's client (the hub starts only on an open broker)

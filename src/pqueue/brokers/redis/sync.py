@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from redis import BlockingConnectionPool, Redis, RedisCluster
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
@@ -92,7 +92,7 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
         sent_at = time.monotonic()
         try:
             result = run_sync(steps, send)
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             if unreachable(exc) or cluster.reconfiguring(exc):
                 raise Hop(f"{self.broker.server}: {type(exc).__name__}") from exc
             raise self.broker.translate(exc) from exc
