@@ -8,11 +8,11 @@ pytest.importorskip("redis")
 
 from redis.exceptions import AskError, ClusterDownError, MovedError, RedisClusterException
 
+from pqueue.broker import Capability
 from pqueue.brokers import connect
 from pqueue.brokers.redis import RedisBroker
 from pqueue.brokers.redis.cluster import describe_cluster_error, reconfiguring
 from pqueue.brokers.redis.config import RedisOptions
-from pqueue.broker import Capability
 from pqueue.errors import BrokerUnreachable, ConfigError
 
 
