@@ -140,6 +140,32 @@ class PrivateRedisCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class FailoverOf:
+    """The restart scenario's server (tests/restart_scenario.py) as a cluster failover of the
+    master that serves ``key``: ``stop`` fails it over gracefully to its replica (``CLUSTER
+    FAILOVER``), ``kill`` SIGKILLs it; ``start`` waits for the cluster to be ok again and
+    starts a killed node again (it rejoins as a replica)."""
+
+    def __init__(self, cluster: PrivateRedisCluster, key: str) -> None:
+        self.cluster = cluster
+        self.key = key
+        self.killed: int | None = None
+
+    def stop(self) -> None:
+        self.cluster.failover(self.cluster.replica_of(self.cluster.master_of(self.key)))
+
+    def kill(self) -> None:
+        self.killed = self.cluster.master_of(self.key)
+        self.cluster.kill(self.killed)
+
+    def start(self) -> None:
+        self.cluster.wait_ok()
+        if self.killed is not None:
+            self.cluster.start_node(self.killed)
+            self.killed = None
+            self.cluster.wait_ok()
+
+
 if __name__ == "__main__":  # a cluster for a session by hand: python -m tests.private_cluster
     cluster = PrivateRedisCluster()
     cluster.start()

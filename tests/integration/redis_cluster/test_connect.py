@@ -3,6 +3,7 @@ master (issue 24 "Bad input", issue 29's ``health``). On the session's cluster."
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import uuid
@@ -150,3 +151,32 @@ async def master_addresses(cluster_url: str) -> list[tuple[str, int]]:
         return [(n.host, n.port) for n in client.get_primaries()]
     finally:
         await client.aclose()
+
+
+async def test_wait_replicas_confirms_enqueues_and_acks_by_a_replica(dsn: str) -> None:
+    async with pqueue.AsyncClient(dsn + "&wait_replicas=1") as client:
+        results = await client.enqueue_many([pqueue.Task("t", i, queue=q) for i, q in enumerate(QUEUES)])
+        assert all(r.created for r in results)
+        broker = client.broker
+        leases = await broker.claim(QUEUES, worker_id="w", limit=100, lease_for=30)
+        assert len(leases) == 12
+        assert await broker.ack(leases) == [True] * 12
+
+
+async def test_wait_replicas_beyond_the_replicas_there_are_raises_and_a_retry_by_id_is_safe(dsn: str) -> None:
+    job_id = str(uuid.uuid4())
+    async with pqueue.AsyncClient(dsn + "&wait_replicas=2") as client:  # one replica per master
+        with pytest.raises(BrokerUnreachable) as info:
+            await client.enqueue("t", 1, queue="q00", job_id=job_id)
+        assert "only 1 of the 2 replicas" in str(info.value) and "\n" not in str(info.value)
+    async with pqueue.AsyncClient(dsn) as client:
+        again = await client.enqueue("t", 1, queue="q00", job_id=job_id)
+        assert not again.created  # the first try was written: the retry stores nothing twice
+
+
+async def test_the_sync_client_with_wait_replicas_enqueues_through_the_confirming_broker(dsn: str) -> None:
+    def body() -> list[bool]:
+        with pqueue.Client(dsn + "&wait_replicas=1") as client:
+            return [client.enqueue("t", i, queue=QUEUES[i]).created for i in range(3)]
+
+    assert await asyncio.to_thread(body) == [True, True, True]

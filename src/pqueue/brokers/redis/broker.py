@@ -30,6 +30,7 @@ from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
 from pqueue.brokers.redis.hub import RedisLink, flush
 from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.replicas import ReplicaWait
 from pqueue.brokers.redis.schedules import RedisSchedules
 from pqueue.brokers.redis.scripts import Command, ScriptCall, pipelined
 from pqueue.brokers.redis.wakeup import Wakeups
@@ -119,6 +120,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
+        self._replicas = ReplicaWait(self)
         if options.cluster:  # hand-off needs a node-local subscriber count (ADR 0142)
             self.capabilities = self.capabilities - {Capability.HANDOFF}
         self._hub = Hub(RedisLink(lambda: self.client, self.reporter), name=f"pqueue-redis-hub-{self.prefix}")
@@ -156,6 +158,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         await self._unpark()
         await self._hub.close()
         await self._hold.close()
+        await self._replicas.close()
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -176,7 +179,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     @translated
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
-        return await self.steps(self.enqueue_steps(specs))
+        results = await self.steps(self.enqueue_steps(specs))
+        await self._replicas.confirm({s.queue for s in specs})
+        return results
 
     def enqueue_steps(self, specs: Sequence[JobSpec]) -> Steps[list[Command], list[Any], list[EnqueueResult]]:
         """Enqueue as steps: one pipeline, driven by the asyncio broker or the sync client."""
@@ -190,7 +195,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     @translated
     async def enqueue_each(self, requests: Sequence[Sequence[JobSpec]]) -> list[Outcome]:
         """Several callers' enqueues in one round trip, each with its own results or error."""
-        return await self.steps(self.enqueue_each_steps(requests))
+        outcomes = await self.steps(self.enqueue_each_steps(requests))
+        await self._replicas.confirm({s.queue for specs in requests for s in specs})
+        return outcomes
 
     def enqueue_each_steps(
         self, requests: Sequence[Sequence[JobSpec]]
@@ -400,6 +407,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         groups = _by_queue(leases, _lane_of_lease)  # limited jobs: per lane (ADR 0110)
         commands: list[Any] = [build(self.keys_for(q, key), idx) for (q, key), idx in groups.items()]
         replies = await self.run_many([*commands, *self.reready(groups)])
+        await self._replicas.confirm(queue for queue, _ in groups)
         out = [False] * len(leases)
         for ((queue, _), indices), reply in zip(groups.items(), replies[: len(groups)], strict=True):
             parents = [leases[i].job.id for i, ok in zip(indices, reply, strict=True) if ok == 2]

@@ -20,7 +20,7 @@ from pqueue.errors import ConfigError
 DEFAULT_RETENTION = 24 * 3600.0
 """Seconds completed and cancelled jobs are kept (their hashes' TTL, and prune's cutoff)."""
 
-OWN_OPTIONS = ("prefix", "retention", "pool_size", "pool_timeout", "retries")
+OWN_OPTIONS = ("prefix", "retention", "pool_size", "pool_timeout", "retries", "wait_replicas")
 """Query parameters (or keyword options) pqueue consumes itself."""
 DRIVER_OPTIONS = ("db", "socket_timeout", "socket_connect_timeout")
 """Query parameters passed on to redis-py. Connection settings pqueue makes itself
@@ -60,6 +60,8 @@ class RedisOptions:
     """Reconnect attempts (exponential backoff, 50 ms up to 250 ms) before BrokerUnreachable."""
     nodes: tuple[tuple[str, int], ...] = ()
     """A cluster DSN's startup nodes (``url`` then names the first); empty: one server."""
+    wait_replicas: int = 0
+    """Replicas that must confirm (``WAIT``) an enqueue or ack before it returns; 0: none."""
 
     @property
     def cluster(self) -> bool:
@@ -116,6 +118,7 @@ class RedisOptions:
             pool_timeout=_number("pool_timeout", own.get("pool_timeout", 20.0), minimum=0.0),
             retries=int(_number("retries", own.get("retries", 6), minimum=0.0)),
             nodes=nodes,
+            wait_replicas=int(_number("wait_replicas", own.get("wait_replicas", 0), minimum=0.0)),
         )
 
 

@@ -24,6 +24,7 @@ from pqueue.brokers.redis import cluster
 from pqueue.brokers.redis.core import RETRY_CAP, unreachable
 from pqueue.brokers.redis.scripts import Command
 from pqueue.combine import Outcome, Request
+from pqueue.job import EnqueueResult, JobSpec
 from pqueue.steps import Steps, run_sync
 from pqueue.transport import Hop, StepsTransport
 
@@ -106,10 +107,21 @@ class RedisSyncTransport(StepsTransport[list[Command], list[Any]]):
     def _send_line(self, commands: list[Command]) -> list[Any]:
         return _round_trip(self._line_client(), commands)
 
+    def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
+        self._no_replica_wait()
+        return super().enqueue(specs)
+
     def enqueue_each(self, requests: list[Request]) -> list[Outcome]:
         """One pipeline for several callers (``RedisBroker.enqueue_each_steps``), on the
         combiner's own connection."""
+        self._no_replica_wait()
         return self._run(self.broker.enqueue_each_steps(requests), self._send_line)
+
+    def _no_replica_wait(self) -> None:
+        """With ``wait_replicas``, enqueues go through the asyncio broker, which confirms
+        them (pqueue.brokers.redis.replicas): one place for that rule."""
+        if self.broker.options.wait_replicas:
+            raise Hop(f"{self.broker.server}: wait_replicas confirms enqueues on the loop thread")
 
     def close(self) -> None:
         line, self._line = self._line, None
