@@ -135,36 +135,48 @@ def _keyless(command: Command) -> bool:
 async def send(client: RedisCluster, commands: Sequence[Command]) -> list[Any]:
     """One round trip per node: keyed commands in a cluster pipeline, keyless ones beside
     it; a refused command's error stands in place of its reply."""
+    if len(commands) == 1 and not _keyless(commands[0]):  # a lone command: no pipeline's cost
+        return [await _one(client, commands[0])]
     keyless = [i for i, c in enumerate(commands) if _keyless(c)]
+    if not keyless:
+        return await _pipelined(client, commands)
+    keyed = [i for i in range(len(commands)) if not _keyless(commands[i])]
+    aside = asyncio.gather(*(_one(client, commands[i]) for i in keyless))
+    along = _pipelined(client, [commands[i] for i in keyed])
     replies: list[Any] = [None] * len(commands)
-
-    async def one(command: Command) -> Any:
-        try:
-            if str(command[0]).upper() == "SCRIPT":  # SCRIPT LOAD: to every master
-                return await client.script_load(command[2])
-            execute: Callable[..., Awaitable[Any]] = client.execute_command
-            return await execute(*command)
-        except ResponseError as exc:
-            return exc
-
-    keyed = [i for i in range(len(commands)) if i not in set(keyless)]
-    pending: list[Awaitable[Any]] = [asyncio.gather(*(one(commands[i]) for i in keyless))]
-    if keyed:
-        pipe = client.pipeline(transaction=False)
-        for i in keyed:
-            pipe.execute_command(*commands[i])
-        pending.append(pipe.execute(raise_on_error=False))
-    done = await asyncio.gather(*pending)
-    for i, reply in zip(keyless, done[0], strict=True):
-        replies[i] = reply
-    if keyed:
-        for i, reply in zip(keyed, done[1], strict=True):
+    for indices, got in zip((keyless, keyed), await asyncio.gather(aside, along), strict=True):
+        for i, reply in zip(indices, got, strict=True):
             replies[i] = reply
     return replies
 
 
+async def _one(client: RedisCluster, command: Command) -> Any:
+    """One command on its own (``SCRIPT LOAD`` to every master); a refusal is returned."""
+    try:
+        if str(command[0]).upper() == "SCRIPT":
+            return await client.script_load(command[2])
+        execute: Callable[..., Awaitable[Any]] = client.execute_command
+        return await execute(*command)
+    except ResponseError as exc:
+        return exc
+
+
+async def _pipelined(client: RedisCluster, commands: Sequence[Command]) -> list[Any]:
+    if not commands:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for command in commands:
+        pipe.execute_command(*command)
+    return list(await pipe.execute(raise_on_error=False))
+
+
 def send_sync(client: SyncRedisCluster, commands: Sequence[Command]) -> list[Any]:
     """:func:`send`, blocking (the sync Client's transport)."""
+    if len(commands) == 1 and not _keyless(commands[0]):  # a lone command: no pipeline's cost
+        try:
+            return [client.execute_command(*commands[0])]  # type: ignore[no-untyped-call]
+        except ResponseError as exc:
+            return [exc]
     replies: list[Any] = [None] * len(commands)
     keyed: list[int] = []
     for i, command in enumerate(commands):
