@@ -82,6 +82,19 @@ class PrivateRedisCluster:
         if result.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {result.stdout[-500:]}{result.stderr}")
         self.wait_ok()
+        self.wait_synced()
+
+    def wait_synced(self, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until every replica's link to its master is up (its first sync done): only
+        then can it take over from a killed master."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            infos = [_cli(p, "INFO", "replication") for p in self._procs]
+            replicas = [i for i in infos if "role:slave" in i]
+            if replicas and all("master_link_status:up" in i for i in replicas):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("the replicas did not finish their first sync")
 
     def wait_ok(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until every running node reports ``cluster_state:ok`` and knows every slot's master."""
@@ -94,9 +107,10 @@ class PrivateRedisCluster:
         raise RuntimeError("the cluster did not reach cluster_state:ok")
 
     def master_of(self, key: str) -> int:
-        """The port of the master serving ``key``'s slot."""
-        slot = _cli(self.ports[0], "CLUSTER", "KEYSLOT", key).strip()
-        for line in _cli(self.ports[0], "CLUSTER", "NODES").splitlines():
+        """The port of the master serving ``key``'s slot (as a running node sees it)."""
+        asked = next(iter(self._procs))
+        slot = _cli(asked, "CLUSTER", "KEYSLOT", key).strip()
+        for line in _cli(asked, "CLUSTER", "NODES").splitlines():
             fields = line.split()
             if "master" in fields[2] and "fail" not in fields[2]:
                 for span in fields[8:]:
@@ -107,7 +121,7 @@ class PrivateRedisCluster:
 
     def replica_of(self, master_port: int) -> int:
         """The port of a replica following the master on ``master_port``."""
-        nodes = [line.split() for line in _cli(self.ports[0], "CLUSTER", "NODES").splitlines()]
+        nodes = [line.split() for line in _cli(next(iter(self._procs)), "CLUSTER", "NODES").splitlines()]
         master_id = next(f[0] for f in nodes if f[1].split("@")[0].endswith(f":{master_port}"))
         for fields in nodes:
             if "slave" in fields[2] and fields[3] == master_id and "fail" not in fields[2]:
@@ -129,6 +143,21 @@ class PrivateRedisCluster:
         proc = self._procs.pop(port)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+    def wait_taken_over(self, killed: int, key: str, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until a replica serves ``key``'s slot in place of the killed master on port
+        ``killed`` (about the node timeout and an election), and the cluster is ok again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.master_of(key) != killed:
+                    break
+            except RuntimeError:  # no master for the slot yet
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no replica took over from the master on port {killed}")
+            time.sleep(0.1)
+        self.wait_ok(max(0.0, deadline - time.monotonic()))
 
     def stop(self) -> None:
         """Stop every node and remove the data."""
@@ -159,8 +188,8 @@ class FailoverOf:
         self.cluster.kill(self.killed)
 
     def start(self) -> None:
-        self.cluster.wait_ok()
         if self.killed is not None:
+            self.cluster.wait_taken_over(self.killed, self.key)
             self.cluster.start_node(self.killed)
             self.killed = None
             self.cluster.wait_ok()

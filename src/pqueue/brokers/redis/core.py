@@ -178,6 +178,15 @@ class ReportingRetry(Retry):
         return await call(do, failed, *more, **options)
 
 
+async def ping(client: AnyRedis) -> None:
+    """PING the server; on a cluster, every master (redis-py's default is every node, and a
+    replica that is down must not fail an open or a health check: masters serve pqueue)."""
+    if isinstance(client, RedisCluster):
+        await client.ping(target_nodes=RedisCluster.PRIMARIES)
+    else:
+        await client.ping()
+
+
 class RedisCore:
     """Options, connection pool, keys and the clock rule; the broker builds on this."""
 
@@ -292,7 +301,7 @@ class RedisCore:
                 await client.initialize()
             else:
                 await self._refuse_cluster_node(client)
-            await client.ping()
+            await ping(client)
             await scripts.load_all(client)
             await self._check_layout(client)
         except BaseException:
