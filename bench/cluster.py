@@ -114,12 +114,25 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-async def measure(dsn: str, scenario: Scenario, n: int, repeat: int) -> float:
-    runs = []
+async def run_once(dsn: str, scenario: Scenario, n: int, r: int) -> float:
+    async with pqueue.connect(f"{dsn}{'&' if '?' in dsn else '?'}prefix=pqbench{r}") as broker:
+        return await scenario(broker, n)
+
+
+async def paired(
+    first: str, second: str, scenario: Scenario, n: int, repeat: int
+) -> tuple[float, float, float]:
+    """Medians of ``first`` and ``second`` run alternately, and the median of the per-pair
+    ratios second/first: on a loaded machine the pairs share the load of their moment."""
+    a, b = [], []
     for r in range(repeat):
-        async with pqueue.connect(f"{dsn}{'&' if '?' in dsn else '?'}prefix=pqbench{r}") as broker:
-            runs.append(await scenario(broker, n))
-    return statistics.median(runs)
+        a.append(await run_once(first, scenario, n, r))
+        b.append(await run_once(second, scenario, n, r))
+    return (
+        statistics.median(a),
+        statistics.median(b),
+        statistics.median(y / x for x, y in zip(a, b, strict=True)),
+    )
 
 
 def node_cpu(ports: list[int]) -> float:
@@ -205,16 +218,16 @@ async def main() -> None:
     cluster.start()
     standalone, standalone_dsn = start_standalone(workdir)
     try:
-        print(f"{'scenario':<24}{'standalone/s':>14}{'cluster/s':>12}{'ratio':>8}")
+        print(f"{'scenario':<30}{'standalone/s':>14}{'cluster/s':>12}{'ratio':>8}  (median of pair ratios)")
         for name, scenario in SCENARIOS.items():
-            one = await measure(standalone_dsn, scenario, args.n, args.repeat)
-            many = await measure(cluster.url + "/", scenario, args.n, args.repeat)
-            print(f"{name:<24}{one:>14,.0f}{many:>12,.0f}{many / one:>8.2f}")
+            one, many, ratio = await paired(standalone_dsn, cluster.url + "/", scenario, args.n, args.repeat)
+            print(f"{name:<30}{one:>14,.0f}{many:>12,.0f}{ratio:>8.2f}")
         for name in ("enqueue_one", "enqueue_many"):
-            plain = await measure(cluster.url + "/", SCENARIOS[name], args.n, args.repeat)
-            waited = await measure(cluster.url + "/?wait_replicas=1", SCENARIOS[name], args.n, args.repeat)
-            print(f"{name + ' wait_replicas=1':<24}{plain:>14,.0f}{waited:>12,.0f}{waited / plain:>8.2f}"
-                  "   (columns: cluster without / with)")  # fmt: skip
+            plain, waited, ratio = await paired(
+                cluster.url + "/", cluster.url + "/?wait_replicas=1", SCENARIOS[name], args.n, args.repeat
+            )
+            print(f"{name + ' wait_replicas=1':<30}{plain:>14,.0f}{waited:>12,.0f}{ratio:>8.2f}"
+                  "  (columns: cluster without / with)")  # fmt: skip
         if shutil.which("redis-benchmark"):
             for command, (rate, cpu) in publish_cost(cluster, 200_000).items():
                 print(
