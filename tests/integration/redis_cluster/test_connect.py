@@ -180,3 +180,15 @@ async def test_the_sync_client_with_wait_replicas_enqueues_through_the_confirmin
             return [client.enqueue("t", i, queue=QUEUES[i]).created for i in range(3)]
 
     assert await asyncio.to_thread(body) == [True, True, True]
+
+
+async def test_a_late_wake_up_does_not_end_a_wait_with_nothing_due(dsn: str) -> None:
+    """The cluster bus forwards a wake-up asynchronously, so one published before a wait
+    began can arrive during it: the wait looks again instead of reporting work."""
+    async with pqueue.AsyncClient(dsn) as client:
+        broker = client.broker
+        assert not await broker.wait_for_jobs(["q00"], timeout=0.05)  # the hub listens now
+        waiting = asyncio.create_task(broker.wait_for_jobs(["q00"], timeout=0.5))
+        await asyncio.sleep(0.1)
+        await broker.client.publish(broker.keys.wake_channel, "q00")  # a stale wake-up
+        assert await waiting is False

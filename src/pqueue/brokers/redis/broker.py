@@ -553,10 +553,12 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(nap):  # not wait_for: it can lose a cancel on 3.11
                         await event.wait()
-                if event.is_set():
+                if event.is_set() and not self.options.cluster:
                     # A wake-up says work arrived: return at once rather than look again
                     # (one round trip less before the claim; a stale wake-up costs an
-                    # empty claim, never a missed job).
+                    # empty claim, never a missed job). On a cluster the bus forwards a
+                    # wake-up to this node asynchronously: one published before this wait
+                    # began can arrive during it, so the loop looks again (ADR 0142).
                     return True
         finally:
             wakeups.remove(queues, event)
