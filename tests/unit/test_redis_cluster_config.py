@@ -82,3 +82,11 @@ def test_reconfiguring_errors_are_unreachable_and_never_show_a_raw_redirect(exc:
     assert "\n" not in str(error)
     assert "127.0.0.1:7100,127.0.0.1:7101" in str(error)
     assert describe_cluster_error(exc) in str(error)
+
+
+def test_wait_replicas_is_an_own_option_of_every_redis_dsn() -> None:
+    assert RedisOptions.parse("redis://h/0?wait_replicas=1", {}).wait_replicas == 1
+    assert RedisOptions.parse("redis+cluster://h:7000/", {"wait_replicas": 2}).wait_replicas == 2
+    assert RedisOptions.parse("redis://h/0", {}).wait_replicas == 0
+    with pytest.raises(ConfigError, match="wait_replicas"):
+        connect("redis://h/0?wait_replicas=-1")
