@@ -104,6 +104,7 @@ def _node_kwargs(options: RedisOptions) -> dict[str, Any]:
 def _common(options: RedisOptions, pool_options: dict[str, Any]) -> dict[str, Any]:
     settings = {k: v for k, v in pool_options.items() if k != "timeout"}  # no blocking pool
     settings.update(_node_kwargs(options))
+    settings.setdefault("socket_timeout", None)  # as redis-py's plain client (the cluster's is 5 s)
     settings["max_connections"] = max(NODE_CONNECTIONS, options.pool_size + 1)
     return settings
 
