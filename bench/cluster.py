@@ -11,9 +11,10 @@ RDB), then measures through the Broker protocol, from one process:
                  server has no replica)
   publish        PUBLISH vs SPUBLISH: ``redis-benchmark`` against one master, with the
                  CPU seconds all six nodes spent per 100,000 messages (ADR 0142)
-  loss           single enqueues to q00 while its master is SIGKILLed: how many enqueues
-                 that returned are gone once the replica took over, without and with
-                 ``wait_replicas=1`` (a fresh cluster each; ADR 0143)
+  loss           single enqueues to q00 (from 1 and from ``--producers`` coroutines) while
+                 its master is SIGKILLed: how many enqueues that returned are gone once
+                 the replica took over, without and with ``wait_replicas=1`` (a fresh
+                 cluster each; ADR 0143)
 
 Each scenario runs ``--repeat`` times; medians are printed, with the cluster/standalone
 ratio. The machine's load matters: report the figures with it.
@@ -163,22 +164,21 @@ def publish_cost(cluster: PrivateRedisCluster, messages: int) -> dict[str, tuple
     return out
 
 
-async def enqueue_through_a_kill(options: str, seconds: float = 3.0) -> tuple[int, int, int]:
-    """(enqueues that returned, of those gone after the failover, enqueues that raised)."""
+async def enqueue_through_a_kill(options: str, producers: int, seconds: float = 3.0) -> tuple[int, int, int]:
+    """(enqueues that returned, of those gone after the failover, enqueues that raised):
+    ``producers`` coroutines send single enqueues to q00 while its master is killed."""
     cluster = PrivateRedisCluster()
     cluster.start()
     try:
         dsn = f"{cluster.url}/?prefix=pqloss&retries=1{options}"
         acked: list[str] = []
         raised = 0
-        async with pqueue.connect(dsn) as broker:
-            loop = asyncio.get_running_loop()
-            killed = 0
-            start = loop.time()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        async def produce(broker: FullBroker) -> None:
+            nonlocal raised
             while loop.time() - start < seconds:
-                if not killed and loop.time() - start > seconds / 3:
-                    killed = cluster.master_of("{q00}")
-                    await loop.run_in_executor(None, cluster.kill, killed)
                 job = build_spec("bench:noop", None, queue="q00")
                 try:
                     await broker.enqueue([job])
@@ -186,16 +186,22 @@ async def enqueue_through_a_kill(options: str, seconds: float = 3.0) -> tuple[in
                 except pqueue.BrokerUnavailable:
                     raised += 1
                     await asyncio.sleep(0.05)
-        await asyncio.get_running_loop().run_in_executor(None, cluster.wait_taken_over, killed, "{q00}")
+
+        async with pqueue.connect(dsn) as broker:
+            tasks = [asyncio.create_task(produce(broker)) for _ in range(producers)]
+            await asyncio.sleep(seconds / 3)
+            killed = cluster.master_of("{q00}")
+            await loop.run_in_executor(None, cluster.kill, killed)
+            await asyncio.gather(*tasks)
+        await loop.run_in_executor(None, cluster.wait_taken_over, killed, "{q00}")
         async with pqueue.connect(dsn) as broker:
             found = 0
-            for first in range(0, len(acked), 500):
-                for job_id in acked[first : first + 500]:
-                    try:
-                        await broker.get_job(job_id)
-                        found += 1
-                    except pqueue.JobNotFound:
-                        pass
+            for job_id in acked:
+                try:
+                    await broker.get_job(job_id)
+                    found += 1
+                except pqueue.JobNotFound:
+                    pass
         return len(acked), len(acked) - found, raised
     finally:
         cluster.stop()
@@ -206,12 +212,14 @@ async def main() -> None:
     parser.add_argument("--n", type=int, default=4000, help="single enqueues a run (batches: 5x, drain: 2x)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--loss", action="store_true", help="only the SIGKILL loss scenario")
+    parser.add_argument("--producers", type=int, default=32, help="concurrent producers in --loss")
     args = parser.parse_args()
     if args.loss:
-        for options in ("", "&wait_replicas=1"):
-            acked, gone, raised = await enqueue_through_a_kill(options)
-            print(f"SIGKILL of q00's master{options or ''}: {acked} enqueues returned, {gone} of them gone; "
-                  f"{raised} raised BrokerUnavailable")  # fmt: skip
+        for producers in (1, args.producers):
+            for options in ("", "&wait_replicas=1"):
+                acked, gone, raised = await enqueue_through_a_kill(options, producers)
+                print(f"SIGKILL of q00's master, {producers} producer(s){options}: {acked} enqueues "
+                      f"returned, {gone} of them gone; {raised} raised BrokerUnavailable")  # fmt: skip
         return
     workdir = Path(tempfile.mkdtemp(prefix="pqueue-bench-cluster-"))
     cluster = PrivateRedisCluster()
