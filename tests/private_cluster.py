@@ -195,7 +195,13 @@ class FailoverOf:
             self.cluster.wait_ok()
 
 
+def _stop_on(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 if __name__ == "__main__":  # a cluster for a session by hand: python -m tests.private_cluster
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):  # SIGINT: ignored in a background job
+        signal.signal(stop_signal, _stop_on)
     cluster = PrivateRedisCluster()
     cluster.start()
     print(cluster.url, flush=True)
