@@ -21,7 +21,11 @@ DEFAULT_URLS = {
     "redis": "redis://127.0.0.1:6379/3",
     "postgres": "postgresql://postgres@127.0.0.1:5432/test",
 }
-ENV_VARS = {"redis": "PQUEUE_TEST_REDIS_URL", "postgres": "PQUEUE_TEST_POSTGRES_URL"}
+ENV_VARS = {
+    "redis": "PQUEUE_TEST_REDIS_URL",
+    "postgres": "PQUEUE_TEST_POSTGRES_URL",
+    "redis_cluster": "PQUEUE_TEST_REDIS_CLUSTER_URL",
+}
 
 
 @dataclass
@@ -66,8 +70,28 @@ def _start_container(name: str) -> tuple[str, Any] | None:
     return pg_box.get_connection_url(), pg_box
 
 
+def _start_cluster() -> Service:
+    """A private six-node Redis Cluster (tests/private_cluster.py), stopped at session end."""
+    from tests.private_cluster import PrivateRedisCluster
+
+    problem = PrivateRedisCluster.missing()
+    if problem is not None:
+        return Service("redis_cluster", None, problem=f"no private Redis Cluster: {problem}")
+    cluster = PrivateRedisCluster()
+    try:
+        cluster.start()
+    except RuntimeError as exc:
+        cluster.stop()
+        return Service("redis_cluster", None, problem=f"the private Redis Cluster did not start: {exc}")
+    return Service("redis_cluster", cluster.url, container=cluster)
+
+
 def discover(name: str) -> Service:
-    """Find a server for ``name`` ('redis' or 'postgres')."""
+    """Find a server for ``name`` ('redis', 'postgres' or 'redis_cluster': the one in
+    ``PQUEUE_TEST_REDIS_CLUSTER_URL``, else six private nodes started here)."""
+    if name == "redis_cluster":
+        given = os.environ.get(ENV_VARS[name])
+        return Service(name, given) if given else _start_cluster()
     url = os.environ.get(ENV_VARS[name], DEFAULT_URLS[name])
     if _reachable(url):
         return Service(name, url)

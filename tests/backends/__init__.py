@@ -1,6 +1,7 @@
 """One module per backend under test; each opens brokers on an isolated namespace.
 
-A backend module defines ``NAME``, ``SERVICE`` (None, 'redis' or 'postgres') and
+A backend module defines ``NAME``, ``SERVICE`` (None, 'redis', 'postgres' or
+'redis_cluster') and
 ``namespace_dsn(service_url, namespace) -> str`` (a DSN whose brokers see only this
 namespace, usable from subprocesses too) and ``async cleanup(service_url, namespace)``
 (remove the namespace's data and nothing else). Adding a backend to every contract and
@@ -12,7 +13,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-BACKENDS = ("memory", "redis", "postgres", "sqlite")
+BACKENDS = ("memory", "redis", "postgres", "sqlite", "redis_cluster")
 
 
 def available() -> dict[str, ModuleType]:

@@ -36,14 +36,17 @@ from tests.docs.fences import Block
 BASH_TIMEOUT = 120.0
 """Seconds a bash block may take; a worker in a doc block must stop by itself well before."""
 
-_DSN = re.compile(r"\b(?P<scheme>rediss?|postgres(?:ql)?|memory)://(?P<rest>[^\s'\"`)\]]*)")
+_DSN = re.compile(r"\b(?P<scheme>rediss?(?:\+cluster)?|postgres(?:ql)?|memory)://(?P<rest>[^\s'\"`)\]]*)")
 _NAMESPACE_KEYS = {"prefix", "schema"}
 _CHECKER = doctest.OutputChecker()
 _CHECK_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
 def _service(scheme: str) -> str | None:
-    """The test service behind a DSN scheme: ``redis``, ``postgres``, or None for memory."""
+    """The test service behind a DSN scheme: ``redis``, ``redis_cluster``, ``postgres``, or
+    None for memory."""
+    if scheme.endswith("+cluster"):
+        return "redis_cluster"
     return "redis" if scheme.startswith("redis") else "postgres" if scheme.startswith("postgres") else None
 
 

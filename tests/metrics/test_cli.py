@@ -21,7 +21,7 @@ def _up(port: int) -> bool:
         return False
 
 
-@only_backends("redis")
+@only_backends("redis", "redis_cluster")
 async def test_worker_process_serves_metrics_and_probes(backend_dsn: str) -> None:
     port = free_port()
     with metrics_worker(backend_dsn, port) as proc:
@@ -47,7 +47,7 @@ async def test_worker_process_serves_metrics_and_probes(backend_dsn: str) -> Non
     assert value(s, "pqueue_workers") == 1
 
 
-@only_backends("redis")
+@only_backends("redis", "redis_cluster")
 async def test_a_pool_of_two_processes_is_counted_on_one_port(backend_dsn: str) -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:

@@ -92,7 +92,7 @@ def _answers(url: str) -> bool:
         return False
 
 
-@only_backends("redis")
+@only_backends("redis", "redis_cluster")
 async def test_prometheus_reads_the_counters_and_evaluates_every_panel_and_alert(
     backend_dsn: str, tmp_path: Path
 ) -> None:

@@ -74,7 +74,7 @@ async def seed(broker: FullBroker, clock: ManualClock) -> list[str]:
     return ids
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_stats_json_is_get_stats_plus_the_schedules(
     api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock, backend_dsn: str
 ) -> None:
@@ -88,7 +88,7 @@ async def test_stats_json_is_get_stats_plus_the_schedules(
     assert [s["name"] for s in cli["schedules"]] == [s["name"] for s in schedules] == ["nightly"]
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_jobs_list_and_show_json_are_the_http_jobs(
     api: httpx.AsyncClient, broker: FullBroker, clock: ManualClock, backend_dsn: str
 ) -> None:

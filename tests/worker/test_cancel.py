@@ -149,7 +149,7 @@ async def test_the_heartbeat_notices_a_cancel_whose_push_message_was_lost(broker
     assert (await broker.get_job(result.id)).status is JobStatus.CANCELLED
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_cancel_reaches_a_worker_in_another_process(backend_dsn: str, broker: FullBroker) -> None:
     async with AsyncClient(backend_dsn) as client:  # the server's clock, as the worker process's
         await _cancel_across_processes(client, backend_dsn)

@@ -75,7 +75,7 @@ def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60) ->
         time.sleep(0.02)
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_worker_processes_share_the_queue_and_exit_zero(
     backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
 ) -> None:
@@ -107,7 +107,7 @@ async def test_worker_processes_share_the_queue_and_exit_zero(
     assert len(pids) == 2  # both processes took jobs
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 async def test_worker_runs_jobs_and_drains_on_the_chosen_event_loop(
     backend_dsn: str, pqueue_open_broker: object, loop: str

@@ -90,7 +90,7 @@ def test_no_progress_writes_no_progress_lines() -> None:
 
 
 @pytest.mark.slow
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 def test_a_second_demo_on_the_same_broker_runs_every_job_again(
     backend_dsn: str, pqueue_open_broker: object
 ) -> None:

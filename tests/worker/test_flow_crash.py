@@ -30,7 +30,7 @@ def start_worker(dsn: str, record: Path) -> subprocess.Popen[bytes]:
     )
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_chain_survives_a_worker_killed_in_its_middle_step(
     backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
 ) -> None:

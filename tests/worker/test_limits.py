@@ -129,7 +129,7 @@ async def test_rate_20_per_second_across_2_workers_holds_over_10_seconds(
         assert len(pids) == 2  # both processes took part
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_killed_workers_slot_returns_with_its_lease(
     backend_dsn: str, pqueue_open_broker: object, tmp_path: Path
 ) -> None:

@@ -18,11 +18,12 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
-from redis import Redis
+from redis import Redis, RedisCluster
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from pqueue import AsyncClient, Client
 from pqueue.broker import FullBroker
+from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import queue_keys
 from pqueue.clock import ManualClock
 from pqueue.errors import BrokerError, ClientClosed
@@ -132,13 +133,20 @@ def refuse_jobs_of_type_bad(backend_name: str, backend_dsn: str, namespace: str)
             conn.commit()
         return {}
     # Redis: the bad job's unique key holds a list, so enqueue.lua's GET on it fails (WRONGTYPE).
+    key = queue_keys(namespace, "default").unique_prefix + "bad"
+    if backend_name == "redis_cluster":
+        host, port = RedisOptions.parse(backend_dsn, {}).nodes[0]
+        cluster = RedisCluster(host=host, port=port)
+        cluster.rpush(key, "x")
+        cluster.close()
+        return {"unique_for": 60, "unique_key": "bad"}
     redis = Redis.from_url(backend_dsn.split("?", maxsplit=1)[0])
-    redis.rpush(queue_keys(namespace, "default").unique_prefix + "bad", "x")
+    redis.rpush(key, "x")
     redis.close()
     return {"unique_for": 60, "unique_key": "bad"}
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_bad_job_among_concurrent_threads_fails_alone(
     broker: FullBroker, backend_dsn: str, backend_name: str, namespace: str
 ) -> None:
@@ -165,7 +173,7 @@ async def test_a_bad_job_among_concurrent_threads_fails_alone(
     assert sorted(j.payload for j in jobs) == [i for i in range(THREADS) if i != 5]
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_bad_job_among_concurrent_coroutines_fails_alone(
     broker: FullBroker, backend_dsn: str, backend_name: str, namespace: str
 ) -> None:
@@ -183,7 +191,7 @@ async def test_a_bad_job_among_concurrent_coroutines_fails_alone(
     assert sorted(j.payload for j in jobs) == [i for i in range(THREADS) if i != 1]
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
     broker: FullBroker, backend_dsn: str, backend_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,7 +199,7 @@ async def test_a_call_the_direct_path_cannot_send_goes_through_the_loop_thread(
         with Client(backend_dsn) as client:
             client.enqueue("warm")
             transport: Any = client._loop_thread().direct.transport  # type: ignore[union-attr]
-            if backend_name == "redis":
+            if backend_name in ("redis", "redis_cluster"):
 
                 def lost(commands: object) -> object:
                     raise RedisConnectionError("Connection reset by peer")
@@ -245,7 +253,7 @@ async def test_enqueues_keep_one_connection_and_outlive_the_server_closing_it(
     assert now != kept and payloads == ["1", "2", "3"]
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_a_closed_client_refuses_calls_until_opened_again(broker: FullBroker, backend_dsn: str) -> None:
     def body() -> None:
         client = Client(backend_dsn)

@@ -147,7 +147,7 @@ async def test_the_sync_client_enqueues_workflows_and_waits(
         assert await asyncio.to_thread(produce) == 3
 
 
-@only_backends("redis", "postgres", "sqlite")
+@only_backends("redis", "postgres", "sqlite", "redis_cluster")
 async def test_result_sleeps_on_push_without_polling(
     client: AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,5 +1,5 @@
-"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``, ``postgresql://``,
-``sqlite://``.
+"""Pick a backend by DSN scheme: ``memory://``, ``redis://``, ``rediss://``,
+``redis+cluster://``, ``rediss+cluster://``, ``postgresql://``, ``sqlite://``.
 
 Built-in backends are imported lazily, so ``import pqueue`` never needs redis-py or
 psycopg. Third-party backends register a scheme through the entry-point group
@@ -27,6 +27,8 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "memory": ("pqueue.brokers.memory:MemoryBroker", ""),
     "redis": ("pqueue.brokers.redis:RedisBroker", "redis"),
     "rediss": ("pqueue.brokers.redis:RedisBroker", "redis"),
+    "redis+cluster": ("pqueue.brokers.redis:RedisBroker", "redis"),
+    "rediss+cluster": ("pqueue.brokers.redis:RedisBroker", "redis"),
     "postgresql": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
     "postgres": ("pqueue.brokers.postgres:PostgresBroker", "postgres"),
     "sqlite": ("pqueue.brokers.sqlite:SqliteBroker", ""),
@@ -129,6 +131,7 @@ def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBrok
 
     Args:
         dsn: ``scheme://...`` with a built-in scheme (``memory``, ``redis``, ``rediss``,
+            ``redis+cluster``, ``rediss+cluster``,
             ``postgresql``, ``postgres``) or one a plug-in registered.
         clock: a test clock; production brokers use their server's time.
         **options: the backend's own settings, overriding the DSN's query parameters.

@@ -16,7 +16,7 @@ from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.broker import RedisBroker
 from pqueue.brokers.redis.scripts import ScriptCall
 from pqueue.clock import ManualClock
-from pqueue.errors import BrokerError, CorruptJob, SchemaError
+from pqueue.errors import BrokerError, BrokerUnreachable, CorruptJob, SchemaError
 from pqueue.job import UNREADABLE_TYPE, ErrorInfo, JobStatus
 from pqueue.limits import Limit
 from pqueue.spec import build_spec
@@ -55,6 +55,9 @@ def documented_fields() -> set[str]:
 
 
 async def _exercise_every_state(open_redis: OpenRedis) -> None:
+    confirming = await open_redis(wait_replicas=1)  # writes its marker; no replica confirms it
+    with pytest.raises(BrokerUnreachable):
+        await confirming.enqueue([build_spec("t", "confirmed")])
     broker = await open_redis()
     await broker.enqueue([build_spec("t", i) for i in range(7)])  # one stays pending
     await broker.enqueue([build_spec("t", "later", delay=3600, unique_for=60, meta={"m": "1"}, timeout=5)])

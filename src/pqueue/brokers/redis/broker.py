@@ -30,6 +30,7 @@ from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
 from pqueue.brokers.redis.hub import RedisLink, flush
 from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.replicas import ReplicaWait
 from pqueue.brokers.redis.schedules import RedisSchedules
 from pqueue.brokers.redis.scripts import Command, ScriptCall, pipelined
 from pqueue.brokers.redis.wakeup import Wakeups
@@ -119,6 +120,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         super().__init__(options, clock=clock)
+        self._replicas = ReplicaWait(self)
+        if options.cluster:  # hand-off needs a node-local subscriber count (ADR 0142)
+            self.capabilities = self.capabilities - {Capability.HANDOFF}
         self._hub = Hub(RedisLink(lambda: self.client, self.reporter), name=f"pqueue-redis-hub-{self.prefix}")
         self._wakeups = Wakeups()
         self._markers = FlushMarkers()
@@ -154,6 +158,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         await self._unpark()
         await self._hub.close()
         await self._hold.close()
+        await self._replicas.close()
         await self._close_client()
 
     async def __aenter__(self) -> RedisBroker:
@@ -174,7 +179,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
 
     @translated
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
-        return await self.steps(self.enqueue_steps(specs))
+        results = await self.steps(self.enqueue_steps(specs))
+        await self._replicas.confirm({s.queue for s in specs})
+        return results
 
     def enqueue_steps(self, specs: Sequence[JobSpec]) -> Steps[list[Command], list[Any], list[EnqueueResult]]:
         """Enqueue as steps: one pipeline, driven by the asyncio broker or the sync client."""
@@ -188,7 +195,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     @translated
     async def enqueue_each(self, requests: Sequence[Sequence[JobSpec]]) -> list[Outcome]:
         """Several callers' enqueues in one round trip, each with its own results or error."""
-        return await self.steps(self.enqueue_each_steps(requests))
+        outcomes = await self.steps(self.enqueue_each_steps(requests))
+        await self._replicas.confirm({s.queue for specs in requests for s in specs})
+        return outcomes
 
     def enqueue_each_steps(
         self, requests: Sequence[Sequence[JobSpec]]
@@ -398,6 +407,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         groups = _by_queue(leases, _lane_of_lease)  # limited jobs: per lane (ADR 0110)
         commands: list[Any] = [build(self.keys_for(q, key), idx) for (q, key), idx in groups.items()]
         replies = await self.run_many([*commands, *self.reready(groups)])
+        await self._replicas.confirm(queue for queue, _ in groups)
         out = [False] * len(leases)
         for ((queue, _), indices), reply in zip(groups.items(), replies[: len(groups)], strict=True):
             parents = [leases[i].job.id for i, ok in zip(indices, reply, strict=True) if ok == 2]
@@ -520,7 +530,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
             hub.register(self.keys.wake_channel, wakeups.wake, wakeups.wake_all)
             hub.register(self._handoff_channel, self._received)
         await hub.start(max(timeout, 0.0))
-        listening = hub.hears(self._handoff_channel)  # parked claimers need their hand-offs heard
+        # Parked claimers need their hand-offs heard; a cluster's claimers never park: the
+        # enqueue's PUBSUB NUMSUB sees only the subscribers of its own node (ADR 0142).
+        listening = Capability.HANDOFF in self.capabilities and hub.hears(self._handoff_channel)
         event = asyncio.Event()
         wakeups.add(queues, event)
         if claimer is not None:
@@ -541,10 +553,12 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(nap):  # not wait_for: it can lose a cancel on 3.11
                         await event.wait()
-                if event.is_set():
+                if event.is_set() and not self.options.cluster:
                     # A wake-up says work arrived: return at once rather than look again
                     # (one round trip less before the claim; a stale wake-up costs an
-                    # empty claim, never a missed job).
+                    # empty claim, never a missed job). On a cluster the bus forwards a
+                    # wake-up to this node asynchronously: one published before this wait
+                    # began can arrive during it, so the loop looks again (ADR 0142).
                     return True
         finally:
             wakeups.remove(queues, event)

@@ -1,7 +1,9 @@
-"""``redis://`` / ``rediss://`` DSN options: pqueue's own, and the few passed on to redis-py.
+"""``redis://`` / ``rediss://`` (and ``redis+cluster://`` / ``rediss+cluster://``) DSN
+options: pqueue's own, and the few passed on to redis-py.
 
 Any other query parameter is refused here: redis-py would only fail on it at the first
-connection, with a ``TypeError`` about an unexpected keyword argument.
+connection, with a ``TypeError`` about an unexpected keyword argument. A cluster DSN names
+one or more startup nodes, ``host:port`` separated by commas (ADR 0143).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pqueue.errors import ConfigError
 DEFAULT_RETENTION = 24 * 3600.0
 """Seconds completed and cancelled jobs are kept (their hashes' TTL, and prune's cutoff)."""
 
-OWN_OPTIONS = ("prefix", "retention", "pool_size", "pool_timeout", "retries")
+OWN_OPTIONS = ("prefix", "retention", "pool_size", "pool_timeout", "retries", "wait_replicas")
 """Query parameters (or keyword options) pqueue consumes itself."""
 DRIVER_OPTIONS = ("db", "socket_timeout", "socket_connect_timeout")
 """Query parameters passed on to redis-py. Connection settings pqueue makes itself
@@ -38,6 +40,9 @@ TLS_OPTIONS = (
 )
 """Query parameters passed on to redis-py's TLS connection; ``rediss://`` only."""
 
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+"""Cluster scheme -> the scheme of each node's connection."""
+
 
 @dataclass(frozen=True, slots=True)
 class RedisOptions:
@@ -53,6 +58,15 @@ class RedisOptions:
     """Seconds a command waits for a free pooled connection before failing."""
     retries: int = 6
     """Reconnect attempts (exponential backoff, 50 ms up to 250 ms) before BrokerUnreachable."""
+    nodes: tuple[tuple[str, int], ...] = ()
+    """A cluster DSN's startup nodes (``url`` then names the first); empty: one server."""
+    wait_replicas: int = 0
+    """Replicas that must confirm (``WAIT``) an enqueue or ack before it returns; 0: none."""
+
+    @property
+    def cluster(self) -> bool:
+        """Whether the DSN is a ``redis+cluster://`` / ``rediss+cluster://`` one."""
+        return bool(self.nodes)
 
     @classmethod
     def parse(cls, dsn: str, overrides: Mapping[str, object]) -> RedisOptions:
@@ -63,15 +77,26 @@ class RedisOptions:
         which go to redis-py. Raises :class:`ConfigError` for another scheme, any other
         option (naming the known ones), or a value out of range.
         """
+        nodes: tuple[tuple[str, int], ...] = ()
+        scheme = dsn.split("://", 1)[0].lower()
+        if scheme in CLUSTER_SCHEMES:
+            nodes, dsn = cluster_nodes(dsn)
         parts = split_dsn(dsn)
         if parts.scheme not in ("redis", "rediss"):
-            raise ConfigError(f"not a redis DSN: expected redis:// or rediss://, got {parts.scheme!r}")
+            raise ConfigError(
+                "not a redis DSN: expected redis://, rediss://, redis+cluster:// or rediss+cluster://, "
+                f"got {parts.scheme!r}"
+            )
+        if nodes and parts.path.strip("/") not in ("", "0"):
+            database = parts.path.strip("/")
+            raise ConfigError(f"redis cluster DSN: a cluster has database 0 only, got /{database}")
         query = parse_qsl(parts.query, keep_blank_values=True)
         tls = TLS_OPTIONS if parts.scheme == "rediss" else ()
+        driver = tuple(o for o in DRIVER_OPTIONS if not (nodes and o == "db"))
         refuse_unknown_options(
             "redis",
             (k for k, _ in query),
-            (*OWN_OPTIONS, *DRIVER_OPTIONS, *tls),
+            (*OWN_OPTIONS, *driver, *tls),
             source="DSN parameter",
             hint=" (the ssl_* parameters need a rediss:// DSN)" if not tls and "ssl_" in parts.query else "",
         )
@@ -92,7 +117,36 @@ class RedisOptions:
             pool_size=int(_number("pool_size", own.get("pool_size", 16), minimum=1.0)),
             pool_timeout=_number("pool_timeout", own.get("pool_timeout", 20.0), minimum=0.0),
             retries=int(_number("retries", own.get("retries", 6), minimum=0.0)),
+            nodes=nodes,
+            wait_replicas=int(_number("wait_replicas", own.get("wait_replicas", 0), minimum=0.0)),
         )
+
+
+def cluster_nodes(dsn: str) -> tuple[tuple[tuple[str, int], ...], str]:
+    """The startup nodes of a cluster DSN, and the DSN of its first node (scheme
+    ``redis``/``rediss``, same credentials, path and query): what the rest of the parsing
+    and redis-py's URL parser read. A node without a port is on 6379."""
+    scheme, rest = dsn.split("://", 1)
+    netloc, sep, tail = rest.partition("/")
+    if not sep:
+        netloc, sep, tail = rest.partition("?")
+        tail = f"?{tail}" if sep else ""
+        sep = "/"
+    credentials, at, hosts = netloc.rpartition("@")
+    nodes: list[tuple[str, int]] = []
+    for item in hosts.split(","):
+        host, colon, port = item.strip().rpartition(":")
+        if not colon:
+            host, port = item.strip(), "6379"
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"redis cluster DSN: startup node {item!r} is not host:port "
+                "(e.g. redis+cluster://10.0.0.1:7000,10.0.0.2:7000/)"
+            )
+        nodes.append((host.strip("[]"), int(port)))
+    first_host, first_port = nodes[0]
+    first = f"{credentials}{at}{first_host}:{first_port}"
+    return tuple(nodes), f"{CLUSTER_SCHEMES[scheme.lower()]}://{first}{sep}{tail}"
 
 
 def _number(name: str, value: object, *, minimum: float) -> float:

@@ -13,16 +13,17 @@ from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from pqueue.brokers import redact
 from pqueue.brokers.health import TLS_MISMATCH, ServerHealth, describe, failure_message, health_of
 from pqueue.brokers.hub import Hub
-from pqueue.brokers.redis import scripts
+from pqueue.brokers.redis import cluster, scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, Lanes, QueueKeys, global_keys, lane_keys, lanes, queue_keys
@@ -44,6 +45,9 @@ resumes take seconds). ``retries`` attempts still bound how long it waits in all
 CONNECT_TIMEOUT = 2.0
 """Seconds a connection attempt (TCP and TLS handshake) may take: a black-holed host or a
 TLS client talking to a plain port fails with ``timeout`` instead of hanging."""
+
+AnyRedis = Redis | RedisCluster
+"""One server's client or a cluster's (``redis+cluster://``, ADR 0143)."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -79,9 +83,9 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except PQueueError:
             honour_lost_cancel(task, cancels)
             raise
-        except (RedisError, OSError) as exc:
+        except (RedisError, RedisClusterException, OSError) as exc:
             honour_lost_cancel(task, cancels)
-            raise core.translate(exc) from (None if unreachable(exc) else exc)
+            raise core.translate(exc) from (None if unreachable(exc) or cluster.reconfiguring(exc) else exc)
         honour_lost_cancel(task, cancels)
         core.health.ok(sent_at)
         return result
@@ -174,6 +178,15 @@ class ReportingRetry(Retry):
         return await call(do, failed, *more, **options)
 
 
+async def ping(client: AnyRedis) -> None:
+    """PING the server; on a cluster, every master (redis-py's default is every node, and a
+    replica that is down must not fail an open or a health check: masters serve pqueue)."""
+    if isinstance(client, RedisCluster):
+        await client.ping(target_nodes=RedisCluster.PRIMARIES)
+    else:
+        await client.ping()
+
+
 class RedisCore:
     """Options, connection pool, keys and the clock rule; the broker builds on this."""
 
@@ -187,29 +200,30 @@ class RedisCore:
         self.prefix = options.prefix
         self.keys: GlobalKeys = global_keys(options.prefix)
         self.retention_ms = to_ms(options.retention)
-        self._client: Redis | None = None
-        self.address = address(options.url)
-        self.health: ServerHealth = health_of(f"Redis at {self.address}")
+        self._client: AnyRedis | None = None
+        self.address = ",".join(f"{h}:{p}" for h, p in options.nodes) or address(options.url)
+        self.server = f"Redis Cluster at {self.address}" if options.cluster else f"Redis at {self.address}"
+        """How messages name the server (a cluster by its startup nodes)."""
+        self.health: ServerHealth = health_of(self.server)
         """Shared by every broker of this process on that server: one log line per outage."""
         self.reporter = OutageReporter(self.health, tls_target(options.url))
 
     def unreachable(self, exc: BaseException) -> BrokerUnreachable:
         """The error for a command that could not reach the server; reports the outage once
         (only for an open broker: a failed ``open`` lost nothing). The driver's error goes
-        to the DEBUG log: the message names the cause, and callers get no driver traceback."""
-        cause = describe(exc)
+        to the DEBUG log: the message names the cause, and callers get no driver traceback.
+        A cluster's reconfiguring errors count as unreachable, named without raw redirects."""
+        cause = cluster.describe_cluster_error(exc) if cluster.reconfiguring(exc) else describe(exc)
         self.reporter.lost(exc)
-        log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
-        return BrokerUnreachable(
-            failure_message(f"Redis at {self.address}", cause), address=self.address, cause=cause
-        )
+        log.debug("%s: %s", self.server, exc, exc_info=exc)
+        return BrokerUnreachable(failure_message(self.server, cause), address=self.address, cause=cause)
 
-    def translate(self, exc: RedisError | OSError) -> BrokerError:
+    def translate(self, exc: RedisError | RedisClusterException | OSError) -> BrokerError:
         """The pqueue error for a driver error (the message has the cause; callers get no
         driver traceback for an unreachable server). Both transports raise through this."""
         if isinstance(exc.__cause__, BrokerUnreachable):  # first_failure's verdict, wrapped by
             return exc.__cause__  # redis-py's reconnect-on-send (ConnectionError(exc) from exc)
-        if unreachable(exc):
+        if unreachable(exc) or cluster.reconfiguring(exc):
             return self.unreachable(exc)
         return BrokerError(f"redis command failed: {exc}")
 
@@ -227,7 +241,7 @@ class RedisCore:
         return lanes(self.prefix, queue)
 
     @property
-    def client(self) -> Redis:
+    def client(self) -> AnyRedis:
         if self._client is None:
             raise BrokerError("the redis broker is not open: call `await broker.open()` first")
         return self._client
@@ -260,9 +274,11 @@ class RedisCore:
     def invalid_dsn(self, exc: Exception) -> ConfigError:
         return ConfigError(f"invalid redis DSN {redact(self.options.url)!r}: {exc}")
 
-    def _make_client(self) -> Redis:
+    def _make_client(self) -> AnyRedis:
         opts = self.options
         try:
+            if opts.cluster:
+                return cluster.async_client(opts, self.pool_options(), backoff_cap=RETRY_CAP)
             pool = BlockingConnectionPool.from_url(
                 opts.url,
                 max_connections=opts.pool_size + 1,  # + the notification hub's pub/sub connection
@@ -281,7 +297,11 @@ class RedisCore:
             return
         client = self._make_client()
         try:
-            await client.ping()
+            if isinstance(client, RedisCluster):
+                await client.initialize()
+            else:
+                await self._refuse_cluster_node(client)
+            await ping(client)
             await scripts.load_all(client)
             await self._check_layout(client)
         except BaseException:
@@ -290,11 +310,21 @@ class RedisCore:
         self._client = client
         self.reporter.armed = True
 
-    async def _check_layout(self, client: Redis) -> None:
+    async def _refuse_cluster_node(self, client: Redis) -> None:
+        """Raise :class:`ConfigError` if a one-server DSN reaches a Redis Cluster node: its
+        commands would fail with redirects for most keys (reads only)."""
+        info = await client.info("cluster")
+        if cluster.cluster_enabled(info):
+            raise ConfigError(
+                f"{self.server} is a Redis Cluster node: use redis+cluster://{self.address}/ "
+                "(more startup nodes may follow, comma-separated)"
+            )
+
+    async def _check_layout(self, client: AnyRedis) -> None:
         await client.hsetnx(self.keys.meta, "layout", LAYOUT_VERSION)
         await self.check_layout(client)
 
-    async def check_layout(self, client: Redis) -> None:
+    async def check_layout(self, client: AnyRedis) -> None:
         """Raise :class:`SchemaError` unless the prefix holds this pqueue's key layout (reads only)."""
         found = await client.hget(self.keys.meta, "layout")
         if found != LAYOUT_VERSION:
@@ -338,10 +368,13 @@ class RedisCore:
 
     async def _send(self, commands: Sequence[scripts.Command]) -> list[Any]:
         """One round trip: a lone command without a pipeline's cost; refusals in place of replies."""
+        client = self.client
+        if isinstance(client, RedisCluster):
+            return await cluster.send(client, commands)
         if len(commands) == 1:
-            execute: Callable[..., Awaitable[Any]] = self.client.execute_command
+            execute: Callable[..., Awaitable[Any]] = client.execute_command
             try:
                 return [await execute(*commands[0])]
             except ResponseError as exc:
                 return [exc]
-        return await scripts.send_pipeline(self.client, commands)
+        return await scripts.send_pipeline(client, commands)

@@ -23,7 +23,7 @@ from pqueue.broker import (
 )
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
-from pqueue.brokers.redis.core import LAYOUT_VERSION, translated
+from pqueue.brokers.redis.core import LAYOUT_VERSION, ping, translated
 from pqueue.brokers.redis.keys import QueueKeys
 from pqueue.brokers.redis.limits import RedisLimits
 from pqueue.brokers.redis.scripts import Command, pipelined
@@ -371,7 +371,7 @@ class RedisInspector(RedisSettler, RedisLimits):
 
     @translated
     async def check_health(self) -> str:
-        await self.client.ping()
+        await ping(self.client)
         await self.check_layout(self.client)
         return f"redis prefix {self.prefix!r} with key layout {LAYOUT_VERSION}"
 

@@ -15,6 +15,7 @@ from importlib.resources import files
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from pqueue.steps import Steps, run_async
@@ -82,15 +83,20 @@ class ScriptCall:
         return ("EVAL", SOURCES[self.name], len(self.keys), *self.keys, *self.args)
 
 
-async def load_all(client: Redis) -> None:
-    """Load every script into the server's script cache (one round trip)."""
+async def load_all(client: Redis | RedisCluster) -> None:
+    """Load every script into the server's script cache (one round trip; on a cluster,
+    one per script, each sent to every master)."""
+    if isinstance(client, RedisCluster):
+        for source in SOURCES.values():
+            await client.script_load(source)
+        return
     pipe = client.pipeline(transaction=False)
     for source in SOURCES.values():
         pipe.script_load(source)
     await pipe.execute()
 
 
-async def run(client: Redis, call: ScriptCall) -> Any:
+async def run(client: Redis | RedisCluster, call: ScriptCall) -> Any:
     """Run one script, reloading the cache once if the server lost it."""
     execute: Callable[..., Awaitable[Any]] = client.execute_command
     try:
@@ -130,9 +136,19 @@ def pipelined(
     return results
 
 
-async def run_atomic(client: Redis, calls: Sequence[ScriptCall | tuple[Arg, ...]]) -> list[Any]:
+async def run_atomic(
+    client: Redis | RedisCluster, calls: Sequence[ScriptCall | tuple[Arg, ...]]
+) -> list[Any]:
     """Run commands and script calls in one MULTI/EXEC: all of them, or (if the client dies
-    before EXEC) none. Scripts go by source, so none can be refused for a flushed cache."""
+    before EXEC) none. Scripts go by source, so none can be refused for a flushed cache.
+
+    A cluster has no MULTI across slots: there the calls run one after another, in the
+    given order (ADR 0143 says what a producer dying half-way leaves, and how a retry with
+    the same job ids finishes it)."""
+    if isinstance(client, RedisCluster):
+        return [
+            await (run(client, c) if isinstance(c, ScriptCall) else client.execute_command(*c)) for c in calls
+        ]
     pipe = client.pipeline(transaction=True)
     for call in calls:
         pipe.execute_command(*(call.source_command() if isinstance(call, ScriptCall) else call))
