@@ -288,6 +288,11 @@ class Router:
         """The handler of job type ``name``, or None (the worker's lookup)."""
         return self._handlers.get(name)
 
+    def missing_reason(self, name: str) -> str | None:
+        """Why job type ``name`` has no handler, when a router that finds handlers on demand
+        knows (``pqueue.django``'s import error); the worker puts it in the job's error."""
+        return None
+
     def handler_for(self, name: str) -> Handler:
         """The handler of job type ``name``; the producer's check that the type exists.
 
