@@ -37,7 +37,10 @@ ROOT = Path(__file__).resolve().parent / "django_app"
 VARIANTS = {
     "pqueue": ("pqueue", ["pqueue_worker", "--log-level", "WARNING"]),
     "django-tasks-db": ("db", ["db_worker", "--no-startup-delay", "--verbosity", "0"]),
-    "django-tasks-db --interval 0.1": ("db", ["db_worker", "--no-startup-delay", "--verbosity", "0", "--interval", "0.1"]),
+    "django-tasks-db --interval 0.1": (
+        "db",
+        ["db_worker", "--no-startup-delay", "--verbosity", "0", "--interval", "0.1"],
+    ),
 }
 
 
@@ -53,7 +56,16 @@ def main() -> None:
     rows = []
     for name in VARIANTS:
         out = subprocess.run(
-            [sys.executable, __file__, "--variant", name, "--jobs", str(args.jobs), "--pickups", str(args.pickups)],
+            [
+                sys.executable,
+                __file__,
+                "--variant",
+                name,
+                "--jobs",
+                str(args.jobs),
+                "--pickups",
+                str(args.pickups),
+            ],
             env=_env(VARIANTS[name][0]),
             check=True,
             capture_output=True,
@@ -61,7 +73,7 @@ def main() -> None:
         ).stdout
         rows.append({"variant": name, **json.loads(out.strip().splitlines()[-1])})
         print(json.dumps(rows[-1]), flush=True)
-    print(f"\n| backend | enqueue from a view (req/s) | drain, 1 worker process (jobs/s) | pick-up p50 / p95 (ms) |")
+    print("\n| backend | enqueue from a view (req/s) | drain, 1 worker (jobs/s) | pick-up p50 / p95 (ms) |")
     print("|---|---|---|---|")
     for row in rows:
         print(
@@ -72,7 +84,12 @@ def main() -> None:
 
 def _env(backend: str) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "BENCH_BACKEND": backend, "DJANGO_SETTINGS_MODULE": "benchsite.settings", "PYTHONPATH": path}
+    return {
+        **os.environ,
+        "BENCH_BACKEND": backend,
+        "DJANGO_SETTINGS_MODULE": "benchsite.settings",
+        "PYTHONPATH": path,
+    }
 
 
 def run_variant(name: str, jobs: int, pickups: int) -> dict[str, Any]:

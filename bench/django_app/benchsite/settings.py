@@ -12,14 +12,20 @@ _url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:543
 _db = urlsplit(_url)
 BACKEND = os.environ.get("BENCH_BACKEND", "pqueue")
 
-SECRET_KEY = "bench-only-not-secret"  # noqa: S105
+SECRET_KEY = "bench-only-not-secret"
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
 USE_TZ = True
 ROOT_URLCONF = "benchsite.urls"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MIDDLEWARE: list[str] = []
-INSTALLED_APPS = ["django.contrib.contenttypes", "pqueue.django", "django_tasks", "django_tasks_db", "benchsite"]
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "pqueue.django",
+    "django_tasks",
+    "django_tasks_db",
+    "benchsite",
+]
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
