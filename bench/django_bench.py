@@ -8,13 +8,18 @@ For each backend, in a process of its own configured for it (``bench/django_app`
 2. **drain with one worker process**: a worker started on the N jobs; rate = N over the
    span from the first start to the last finish, as stored with the jobs (so the
    worker's start-up is not counted).
-3. **pick-up**: with the worker idle, M enqueues 20 ms apart; the delay from each job's
-   enqueue to its start, as stored (p50, p95).
+3. **pick-up**: with the worker idle, M enqueues ``--gap`` apart (100 ms: slower than
+   either worker drains, so it measures pick-up, not a backlog); the delay from each
+   job's enqueue to its start, as stored (p50, p95).
+
+Each variant runs once per round in its own process, the order rotated each round, and
+the table gives the medians: enqueue is bound by the commit's WAL flush, which drifts
+with the machine's load, so only interleaved runs compare.
 
 Workers: ``manage.py pqueue_worker`` (default flags: concurrency 10) and
 ``manage.py db_worker`` (default ``--interval 1``, and ``--interval 0.1``).
 
-    python bench/django_bench.py [--jobs 2000] [--pickups 200]
+    python bench/django_bench.py [--jobs 1000] [--pickups 100] [--rounds 3]
 
 Needs the ``bench`` extra (django-tasks-db) and the django extra (the backport, Python
 3.11) and the ``pqueue_bench`` database.
@@ -46,39 +51,38 @@ VARIANTS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--pickups", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--pickups", type=int, default=100)
+    parser.add_argument("--gap", type=float, default=0.1, help="seconds between pick-up enqueues")
+    parser.add_argument("--rounds", type=int, default=3, help="each variant once per round, order rotated")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
-        print(json.dumps(run_variant(args.variant, args.jobs, args.pickups)))
+        print(json.dumps(run_variant(args.variant, args.jobs, args.pickups, args.gap)))
         return
-    rows = []
-    for name in VARIANTS:
-        out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--variant",
-                name,
-                "--jobs",
-                str(args.jobs),
-                "--pickups",
-                str(args.pickups),
-            ],
-            env=_env(VARIANTS[name][0]),
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        rows.append({"variant": name, **json.loads(out.strip().splitlines()[-1])})
-        print(json.dumps(rows[-1]), flush=True)
-    print("\n| backend | enqueue from a view (req/s) | drain, 1 worker (jobs/s) | pick-up p50 / p95 (ms) |")
+    names = list(VARIANTS)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for round_ in range(args.rounds):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            command = [sys.executable, __file__, "--variant", name, "--jobs", str(args.jobs)]
+            command += ["--pickups", str(args.pickups), "--gap", str(args.gap)]
+            out = subprocess.run(
+                command, env=_env(VARIANTS[name][0]), check=True, capture_output=True, text=True
+            ).stdout
+            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+            print(json.dumps({"round": round_, "variant": name, **runs[name][-1]}), flush=True)
+    gap_ms = args.gap * 1000
+    print(f"\nmedians of {args.rounds} rounds, N = {args.jobs}, {args.pickups} pick-ups {gap_ms:.0f} ms apart")
+    print("| backend | enqueue from a view (req/s) | drain, 1 worker (jobs/s) | pick-up p50 / p95 (ms) |")
     print("|---|---|---|---|")
-    for row in rows:
+    for name in names:
+
+        def med(key: str, name: str = name) -> float:
+            return statistics.median(run[key] for run in runs[name])
+
         print(
-            f"| {row['variant']} | {row['enqueue']:,.0f} | {row['drain']:,.0f} | "
-            f"{row['pickup_p50'] * 1000:.1f} / {row['pickup_p95'] * 1000:.1f} |"
+            f"| {name} | {med('enqueue'):,.0f} | {med('drain'):,.0f} | "
+            f"{med('pickup_p50') * 1000:.1f} / {med('pickup_p95') * 1000:.1f} |"
         )
 
 
@@ -92,7 +96,7 @@ def _env(backend: str) -> dict[str, str]:
     }
 
 
-def run_variant(name: str, jobs: int, pickups: int) -> dict[str, Any]:
+def run_variant(name: str, jobs: int, pickups: int, gap: float) -> dict[str, Any]:
     import django
 
     sys.path.insert(0, str(ROOT))
@@ -114,7 +118,7 @@ def run_variant(name: str, jobs: int, pickups: int) -> dict[str, Any]:
         store.reset()
         for n in range(pickups):
             http.post(f"/enqueue?n={n}")
-            time.sleep(0.02)
+            time.sleep(gap)
         store.wait_done(pickups)
         delays = sorted(store.pickups())
     finally:
