@@ -72,7 +72,7 @@ def main() -> None:
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
             print(json.dumps({"round": round_, "variant": name, **runs[name][-1]}), flush=True)
     gap_ms = args.gap * 1000
-    print(f"\nmedians of {args.rounds} rounds, N = {args.jobs}, {args.pickups} pick-ups {gap_ms:.0f} ms apart")
+    print(f"\nmedians of {args.rounds} rounds, N = {args.jobs}, {args.pickups} pick-ups, {gap_ms:.0f} ms gap")
     print("| backend | enqueue from a view (req/s) | drain, 1 worker (jobs/s) | pick-up p50 / p95 (ms) |")
     print("|---|---|---|---|")
     for name in names:
