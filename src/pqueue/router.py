@@ -1,7 +1,9 @@
 """The handler registry: ``Router`` maps job types to the functions that run them.
 
 Handlers are found only by the names registered here; a job's type is never imported
-as a module path, so a message cannot make a worker run arbitrary code. The object
+as a module path, so a message cannot make a worker run arbitrary code. (The one
+subclass that imports, ``pqueue.django.worker.TaskRouter``, takes only Django tasks
+from the project's installed apps: ADR 0146.) The object
 ``@router.task(...)`` returns keeps the function callable as before and adds
 ``enqueue``/``enqueue_async`` with the task's defaults.
 """
