@@ -67,3 +67,19 @@ def test_check_names_a_bad_dsn() -> None:
     [error] = backend.check()
     assert error.id == "pqueue.E001" and "nosuch" in error.msg
     assert PqueueBackend("other", {"OPTIONS": {"DSN": "memory://ok"}}).check() == []
+
+
+def test_pqueue_worker_takes_every_flag_of_pqueue_worker() -> None:
+    import argparse
+
+    from pqueue.cli.worker import add_parser
+    from pqueue.django.management.commands.pqueue_worker import Command
+
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    add_parser(subparsers)
+    [ours] = subparsers.choices.values()
+    flags = {s for action in ours._actions for s in action.option_strings} - {"-h", "--help"}
+    theirs = Command().create_parser("manage.py", "pqueue_worker")
+    django_flags = {s for action in theirs._actions for s in action.option_strings}
+    assert flags and flags <= django_flags
+    assert "--backend" in django_flags
