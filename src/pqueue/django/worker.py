@@ -115,5 +115,15 @@ def _runner(task: Any, alias: str) -> Callable[[Job], Any]:
     return run
 
 
-router = TaskRouter(os.environ.get(BACKEND_ENV) or "default")
-"""The router ``pqueue_worker`` runs (``pqueue.django.worker:router``)."""
+_routers: dict[str, TaskRouter] = {}
+
+
+def __getattr__(name: str) -> TaskRouter:
+    """``router``: the router ``pqueue_worker`` runs (``pqueue.django.worker:router``), made
+    on first use for the ``TASKS`` alias in ``PQUEUE_DJANGO_BACKEND`` (default ``default``)."""
+    if name != "router":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    alias = os.environ.get(BACKEND_ENV) or "default"
+    if alias not in _routers:
+        _routers[alias] = TaskRouter(alias)
+    return _routers[alias]
