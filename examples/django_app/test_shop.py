@@ -117,6 +117,16 @@ def test_retries_then_failed_with_the_error(dsn: str, worker: pqueue.Worker) -> 
         _ = result.return_value
 
 
+def test_unique_enqueues_once_and_timeout_fails_the_run(dsn: str, worker: pqueue.Worker) -> None:
+    first, again = tasks.once.enqueue("k"), tasks.once.enqueue("k")
+    assert again.id == first.id and tasks.once.enqueue("other").id != first.id
+    assert stored(dsn) == 2
+    result = finished(tasks.stuck, tasks.stuck.enqueue(5).id)
+    assert result.status == _compat.TaskResultStatus.FAILED
+    assert [e.exception_class_path for e in result.errors] == ["pqueue.JobTimeout"]
+    assert result.errors[0].exception_class is pqueue.JobTimeout
+
+
 def test_run_after_waits(dsn: str, worker: pqueue.Worker) -> None:
     after = timezone.now() + timedelta(seconds=1)
     result = tasks.visit.using(run_after=after).enqueue("later")
@@ -185,6 +195,19 @@ def _stop(worker: subprocess.Popen[bytes]) -> int:
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_manage_py_worker_processes(dsn: str) -> None:
+    if not dsn.startswith("redis"):
+        pytest.skip("the supervised children are the same on every broker: Redis runs it")
+    added = [tasks.add.enqueue(i, 1) for i in range(6)]
+    env = {**os.environ, "PQUEUE_DJANGO_DSN": dsn, "SHOP_DB_NAME": connection.settings_dict["NAME"]}
+    command = [sys.executable, "manage.py", "pqueue_worker", "--processes", "2", "--log-level", "WARNING"]
+    worker = subprocess.Popen(command, cwd=HERE, env=env)  # children set Django up by themselves
+    try:
+        assert [finished(tasks.add, r.id).return_value["sum"] for r in added] == [1, 2, 3, 4, 5, 6]
+    finally:
+        assert _stop(worker) == 0
 
 
 def test_manage_py_worker_drains_on_sigterm(dsn: str) -> None:

@@ -31,7 +31,8 @@ def test_exception_class_path_comes_from_the_traceback() -> None:
     assert exception_class_path(_stored(tasks.PaymentDeclined("two\nlines"))) == "shop.tasks.PaymentDeclined"
     assert exception_class_path(_stored(ValueError("x"))) == "builtins.ValueError"
     assert exception_class_path(_stored(Nested.Boom())) == "test_units.Nested.Boom"
-    assert exception_class_path(ErrorInfo("UnknownJobType", "no handler")) == "UnknownJobType"
+    assert exception_class_path(ErrorInfo("UnknownJobType", "no handler")) == "pqueue.UnknownJobType"
+    assert exception_class_path(ErrorInfo("Vanished", "a class no longer importable")) == "Vanished"
 
 
 def test_options_are_checked_by_name(monkeypatch: pytest.MonkeyPatch) -> None:

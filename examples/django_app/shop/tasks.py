@@ -44,3 +44,13 @@ def visit(label: str, seconds: float = 0.0) -> str:
     time.sleep(seconds)
     Visit.objects.create(label=label)
     return label
+
+
+@task(unique=60)
+def once(key: str) -> str:
+    return key
+
+
+@task(timeout=0.2)
+def stuck(seconds: float) -> None:
+    time.sleep(seconds)

@@ -18,6 +18,7 @@ import builtins
 import re
 from typing import Any
 
+import pqueue
 from pqueue.django import _compat
 from pqueue.job import ErrorInfo, Job, JobStatus
 
@@ -48,14 +49,18 @@ def status_of(job: Job) -> Any:
 
 def exception_class_path(error: ErrorInfo) -> str:
     """``module.Class`` of a stored error: pqueue keeps the class's qualified name, and the
-    traceback's last line for it carries the module (builtins are named without one)."""
+    traceback's last line for it carries the module. Builtins are named there without one,
+    and pqueue's own errors (a timeout, an unknown type) are stored without a traceback
+    line: both are found by name."""
     line = re.compile(rf"^((?:[\w]+\.)*){re.escape(error.kind)}(?::|$)")
     for text in reversed(error.traceback.splitlines()):
         found = line.match(text)
         if found and found.group(1):
             return found.group(1) + error.kind
-    if isinstance(getattr(builtins, error.kind, None), type):
-        return f"builtins.{error.kind}"
+    for module in (builtins, pqueue):  # pqueue's own errors (JobTimeout, UnknownJobType)
+        found_class = getattr(module, error.kind, None)
+        if isinstance(found_class, type) and issubclass(found_class, BaseException):
+            return f"{module.__name__}.{error.kind}"
     return error.kind
 
 
