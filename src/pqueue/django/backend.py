@@ -122,12 +122,7 @@ class PqueueBackend(_compat.BaseTaskBackend):
 
     def _placement_now(self) -> Placement:
         if self._placement is None:
-            schema = None
-            if self.settings.dsn.startswith(("postgresql://", "postgres://")):
-                from pqueue.brokers.postgres.config import PostgresConfig
-
-                schema = PostgresConfig.from_url(self.settings.dsn).schema
-            self._placement = Placement(self.settings.dsn, self.settings.database, schema)
+            self._placement = Placement(self.settings.dsn, self.settings.database)
         return self._placement
 
     def _enqueued(self, task: Any, job_id: str, payload: dict[str, Any]) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from pqueue.job import JobSpec
+from pqueue.job import EnqueueResult, JobSpec
 
 LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
 
@@ -29,19 +29,15 @@ def _host(value: object) -> str:
     return "local" if text in LOCAL_HOSTS or text.startswith("/") else text
 
 
-def same_database(dsn: str, database: str) -> bool:
-    """Whether Django's database ``database`` is the Postgres database ``dsn`` names, reached
-    through psycopg 3 (so its connection can run pqueue's enqueue statement)."""
-    if not dsn.startswith(("postgresql://", "postgres://")):
-        return False
+def same_database(conninfo: str, database: str) -> bool:
+    """Whether Django's database ``database`` is the Postgres database of libpq's
+    ``conninfo``, reached through psycopg 3 (so its connection can run the enqueue)."""
     conn = connections[database]
     if conn.vendor != "postgresql" or not _is_psycopg3():
         return False
     from psycopg.conninfo import conninfo_to_dict
 
-    from pqueue.brokers.postgres.config import PostgresConfig
-
-    ours = conninfo_to_dict(PostgresConfig.from_url(dsn).conninfo)
+    ours = conninfo_to_dict(conninfo)
     theirs = conn.settings_dict
     return (
         str(ours.get("dbname") or "") == str(theirs.get("NAME") or "")
@@ -60,12 +56,25 @@ def _is_psycopg3() -> bool:
 
 
 class Placement:
-    """Sends one job spec by the rule above; built once per backend."""
+    """Sends one job spec by the rule above; built once per backend.
 
-    def __init__(self, dsn: str, database: str, schema: str | None) -> None:
+    The broker of the DSN (made, never opened) hands out what the joined path needs: a
+    Postgres broker has ``enqueue_in_sync`` and its ``config.conninfo``. Nothing here
+    names a backend's module (tests/unit/test_layers.py).
+    """
+
+    def __init__(self, dsn: str, database: str) -> None:
+        from pqueue.brokers import connect
+
         self.database = database
-        self.joins = same_database(dsn, database)
-        self.schema = schema
+        broker = connect(dsn)
+        self._enqueue_in: Callable[[Any, list[JobSpec]], list[EnqueueResult]] | None = getattr(
+            broker, "enqueue_in_sync", None
+        )
+        conninfo = getattr(getattr(broker, "config", None), "conninfo", None)
+        self.joins = (
+            self._enqueue_in is not None and isinstance(conninfo, str) and same_database(conninfo, database)
+        )
 
     def send(self, spec: JobSpec, direct: Callable[[], Any]) -> str:
         """Store ``spec`` joined, deferred or directly (``direct()`` sends it through the
@@ -73,12 +82,9 @@ class Placement:
         conn = transaction.get_connection(self.database)
         if not conn.in_atomic_block:
             return str(direct())
-        if self.joins:
-            from pqueue.brokers.postgres import enqueue_in_sync
-            from pqueue.brokers.postgres.config import DEFAULT_SCHEMA
-
+        if self.joins and self._enqueue_in is not None:
             conn.ensure_connection()
-            [result] = enqueue_in_sync(conn.connection, [spec], schema=self.schema or DEFAULT_SCHEMA)
+            [result] = self._enqueue_in(conn.connection, [spec])
             return result.id
         transaction.on_commit(direct, using=self.database)
         return spec.id
