@@ -2,8 +2,8 @@
 
 1. **Joined.** The DSN is Postgres, the Django database (``OPTIONS["DATABASE"]``) is the
    same server and database on psycopg 3, and an atomic block is open: the job row is
-   inserted on Django's own connection, inside that transaction
-   (:func:`pqueue.brokers.postgres.enqueue_in_sync`). A rollback leaves no job; a commit
+   inserted on Django's own connection, inside that transaction (the Postgres broker's
+   ``enqueue_in_sync``). A rollback leaves no job; a commit
    makes it visible and wakes the workers (the NOTIFY is delivered at commit), with no
    window in between.
 2. **Deferred.** Any other broker inside an atomic block: ``transaction.on_commit`` sends
