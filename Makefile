@@ -28,7 +28,7 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
 # metrics test when it can; node, Node.js and npm for the RSMQ interop tests (tests/rsmq).
 # spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check node pytest races browser spark
+TEST_STEPS := lint typecheck deploy-check node pytest django django6 races browser spark
 
 # `make test-fast`: the steps that need nothing but the venv (and Redis/Postgres when they
 # are installed): no system package, no browser, no Spark.
@@ -55,6 +55,7 @@ fmt: $(VENV)/.stamp-dev
 typecheck: $(VENV)/.stamp-dev
 	$(BIN)/mypy src
 	$(BIN)/mypy examples
+	cd examples/django_app && $(abspath $(BIN))/mypy --config-file ../../pyproject.toml --no-namespace-packages .
 
 # The README's test command.
 pytest: $(VENV)/.stamp-dev services
@@ -88,6 +89,27 @@ browser: $(VENV)/.stamp-dev services
 spark: $(VENV)/.stamp-spark services
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -m spark tests/spark tests/docs $(PYTEST_ARGS)
 
+# examples/django_app (pqueue.django, docs/django.md) with pytest-django on memory, Redis and
+# Postgres, manage.py pqueue_worker included: `django` on the django-tasks backport in the
+# project's venv (Django 5.2, Python 3.11); `django6` on Django 6's own django.tasks in a
+# Python 3.12 venv of its own (pip's cache keeps its rebuild short). DJANGO6_PYTHON is that
+# interpreter: pyenv's 3.12, else python3.12 on PATH.
+DJANGO_TESTS = cd examples/django_app && PYTHONDONTWRITEBYTECODE=1 $(1) -m pytest -q -p no:cacheprovider --ds djproject.settings $(PYTEST_ARGS)
+DJANGO6_VENV ?= .venv-django6
+DJANGO6_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.12*/bin/python) $(shell command -v python3.12 2>/dev/null))
+
+django: $(VENV)/.stamp-dev services
+	$(call DJANGO_TESTS,$(abspath $(BIN))/python)
+
+django6: $(DJANGO6_VENV)/.stamp services
+	$(call DJANGO_TESTS,$(abspath $(DJANGO6_VENV))/bin/python)
+
+$(DJANGO6_VENV)/.stamp: pyproject.toml
+	@test -n "$(DJANGO6_PYTHON)" || { echo "make django6 needs Python 3.12+: set DJANGO6_PYTHON=/path/to/python3.12"; exit 1; }
+	$(DJANGO6_PYTHON) -m venv $(DJANGO6_VENV)
+	$(DJANGO6_VENV)/bin/python -m pip install -q -e ".[redis,postgres]" "django>=6.0" "pytest>=8" "pytest-django>=4.9"
+	@touch $@
+
 # -- the venv -------------------------------------------------------------------------
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -109,4 +131,4 @@ $(VENV)/.stamp-spark: pyproject.toml | $(BIN)/python
 	@touch $@ $(VENV)/.stamp-dev $(VENV)/.stamp-demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DJANGO6_VENV) .pytest_cache .mypy_cache .ruff_cache

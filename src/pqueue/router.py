@@ -1,7 +1,9 @@
 """The handler registry: ``Router`` maps job types to the functions that run them.
 
 Handlers are found only by the names registered here; a job's type is never imported
-as a module path, so a message cannot make a worker run arbitrary code. The object
+as a module path, so a message cannot make a worker run arbitrary code. (The one
+subclass that imports, ``pqueue.django.worker.TaskRouter``, takes only Django tasks
+from the project's installed apps: ADR 0146.) The object
 ``@router.task(...)`` returns keeps the function callable as before and adds
 ``enqueue``/``enqueue_async`` with the task's defaults.
 """
@@ -287,6 +289,11 @@ class Router:
     def get(self, name: str) -> Handler | None:
         """The handler of job type ``name``, or None (the worker's lookup)."""
         return self._handlers.get(name)
+
+    def missing_reason(self, name: str) -> str | None:
+        """Why job type ``name`` has no handler, when a router that finds handlers on demand
+        knows (``pqueue.django``'s import error); the worker puts it in the job's error."""
+        return None
 
     def handler_for(self, name: str) -> Handler:
         """The handler of job type ``name``; the producer's check that the type exists.

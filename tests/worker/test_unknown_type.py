@@ -71,3 +71,24 @@ async def test_a_type_nobody_has_known_for_max_age_is_dead_lettered(
         assert worker.counters.unknown >= 2
     assert job.last_error is not None and job.last_error.kind == "UnknownJobType"
     assert "none has known it for 1 h" in job.last_error.message
+
+
+class _ExplainingRouter(Router):
+    """A router that finds handlers on demand and knows why it found none (pqueue.django's)."""
+
+    def missing_reason(self, name: str) -> str | None:
+        return f"cannot import {name.rpartition('.')[0]!r}: ModuleNotFoundError" if "." in name else None
+
+
+async def test_the_routers_reason_is_in_the_error(client: AsyncClient, make_worker: MakeWorker) -> None:
+    explained = (await client.enqueue("shop.tasks.gone")).id
+    plain = (await client.enqueue("typo:tpye")).id
+    async with running(make_worker(_ExplainingRouter(), unknown_type="dead")):
+        jobs = [await settled(client, explained), await settled(client, plain)]
+    assert [job.status for job in jobs] == [JobStatus.DEAD, JobStatus.DEAD]
+    messages = [job.last_error.message for job in jobs if job.last_error is not None]
+    assert messages[0] == (
+        "no handler for job type 'shop.tasks.gone' in this worker "
+        "(cannot import 'shop.tasks': ModuleNotFoundError)"
+    )
+    assert messages[1] == "no handler for job type 'typo:tpye' in this worker"

@@ -95,6 +95,12 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("router", nargs="?", help="where the Router is, MODULE:ATTRIBUTE [env PQUEUE_ROUTER]")
+    add_options(parser)
+    parser.set_defaults(func=run)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Every flag of ``pqueue worker`` but the router: also ``manage.py pqueue_worker``'s."""
     add_flag(parser, "--dsn", help="broker DSN: memory://, redis://..., postgresql://...")
     add_flag(parser, "--concurrency", type=positive_int, default=10, help="jobs run at once per process")
     add_flag(parser, "--queues", default="critical:6,default:3,low:1", help="queues and weights")
@@ -153,7 +159,6 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--metrics-dir", default=None, help=argparse.SUPPRESS)  # a pool child's metrics
-    parser.set_defaults(func=run)
 
 
 def add_autoscale_flags(parser: argparse.ArgumentParser) -> None:

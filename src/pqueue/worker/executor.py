@@ -256,6 +256,9 @@ class Executor:
         job = lease.job
         self.counters.unknown += 1
         reason = f"no handler for job type {job.type!r} in this worker"
+        why = self.router.missing_reason(job.type)
+        if why:
+            reason += f" ({why})"
         if self.settings.unknown_type is UnknownTypePolicy.RETRY:
             age = max(0.0, await self.broker.now() - job.created_at.timestamp())
             if age < self.settings.unknown_type_max_age:
