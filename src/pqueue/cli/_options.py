@@ -92,10 +92,3 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
         if isinstance(value, _Deferred):
             setattr(args, key, from_env(value.flag, value.convert, value.default))
     return args
-
-
-def given(args: argparse.Namespace, flag: str) -> bool:
-    """Whether ``flag`` was set, on the command line or in its environment variable (before
-    :func:`resolve`), so a caller can put its own default in its place."""
-    value = getattr(args, flag.lstrip("-").replace("-", "_"))
-    return not isinstance(value, _Deferred) or bool(os.environ.get(env_name(flag)))

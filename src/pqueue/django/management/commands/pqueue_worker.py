@@ -45,9 +45,9 @@ class Command(BaseCommand):
                 f"TASKS[{alias!r}] is {type(backend).__name__}, not pqueue.django.PqueueBackend"
             )
         namespace = argparse.Namespace(**options)
-        if not given(namespace, "--dsn"):
+        if not given(namespace, "dsn"):
             namespace.dsn = backend.settings.dsn
-        if not given(namespace, "--queues"):
+        if not given(namespace, "queues"):
             namespace.queues = ",".join(f"{q}:1" for q in sorted(backend.queues or {"default"}))
         namespace.router = ROUTER
         os.environ[BACKEND_ENV] = alias  # for this process's router and for --processes children
