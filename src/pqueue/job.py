@@ -163,6 +163,8 @@ class JobSpec:
     """What a dead or cancelled parent does to this job: ``"cancel"`` it, or ``"run"`` it anyway."""
     limit: Limit | None = None
     """The job's rate/concurrency limit group and parameters (docs/limits.md)."""
+    priority: int = 0
+    """-100..100: within its queue a claim takes the highest first (docs/priority.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +204,8 @@ class Job:
 
     limit_key: str | None = None
     """The job's limit group within its queue, when it is subject to a limit (docs/limits.md)."""
+    priority: int = 0
+    """The job's priority within its queue, -100..100 (higher runs sooner; docs/priority.md)."""
 
     def parent_result(self, parent_id: str | None = None) -> JSONValue:
         """The result of parent ``parent_id``, or of the only parent when it is left out
@@ -244,6 +248,7 @@ class Job:
             "max_retries": self.max_retries,
             "recoveries": self.recoveries,
             "max_recoveries": self.max_recoveries,
+            "priority": self.priority,
             "run_at": to_iso(self.run_at),
             "created_at": to_iso(self.created_at),
             "started_at": to_iso(self.started_at),

@@ -40,6 +40,7 @@ WRITE_OPTIONS = frozenset(
         "runatcolumn",
         "delaycolumn",
         "uniquekeycolumn",
+        "prioritycolumn",
         "uniquefor",
         "maxretries",
         "maxrecoveries",
@@ -57,6 +58,7 @@ JOB_OPTIONS: dict[str, str] = {
     "unique_for": "uniqueFor",
     "unique_key": "uniqueKeyColumn",
     "max_recoveries": "maxRecoveries",
+    "priority": "priorityColumn",
     "job_id": "idColumn",
 }
 """Each job option (:data:`pqueue.options.OPTION_NAMES`) the writer sets, and the writer
@@ -168,6 +170,8 @@ class WriteOptions:
     run_at_column: str | None = None
     delay_column: str | None = None
     unique_key_column: str | None = None
+    priority_column: str | None = None
+    """An integer column: each row's job priority, -100..100 (null: 0; docs/priority.md)."""
     unique_for: float | None = None
     max_retries: int = DEFAULT_MAX_RETRIES
     max_recoveries: int = DEFAULT_MAX_RECOVERIES
@@ -216,6 +220,7 @@ class WriteOptions:
             run_at_column=run_at,
             delay_column=delay,
             unique_key_column=unique_column,
+            priority_column=_column(options, "prioritycolumn"),
             unique_for=unique_for,
             max_retries=_int(options, "maxretries", "maxRetries", DEFAULT_MAX_RETRIES, 0),
             max_recoveries=_int(options, "maxrecoveries", "maxRecoveries", DEFAULT_MAX_RECOVERIES, 0),
@@ -227,7 +232,7 @@ class WriteOptions:
     @property
     def option_columns(self) -> tuple[str, ...]:
         """Columns read as job options, so left out of a payload made of the row's columns."""
-        named = (self.run_at_column, self.delay_column, self.unique_key_column)
+        named = (self.run_at_column, self.delay_column, self.unique_key_column, self.priority_column)
         return tuple(c for c in named if c is not None)
 
     @property

@@ -30,7 +30,9 @@ from pqueue.spec import (
     KEY_RE,
     MAX_COUNT,
     MAX_PARENTS,
+    MAX_PRIORITY,
     MAX_SECONDS,
+    MIN_PRIORITY,
     PARENT_FAILURE_POLICIES,
     QUEUE_NAME_RE,
 )
@@ -68,6 +70,7 @@ Key = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(KEY_RE)})]
 JobId = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(UUID_RE)})]
 Rate = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(RATE_RE)})]
 Concurrency = Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), BeforeValidator(_json_number)]
+Priority = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY), BeforeValidator(_json_number)]
 ParentFailure = Annotated[str, Field(json_schema_extra={"enum": list(PARENT_FAILURE_POLICIES)})]
 
 
@@ -130,6 +133,10 @@ class JobIn(BaseModel):
     unique_key: Key | None = Field(default=None, description="Explicit unique key (needs unique_for).")
     idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
     timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
+    priority: Priority | None = Field(
+        default=None,
+        description="-100..100: within its queue a higher priority runs sooner; default the handler's, else 0.",
+    )
     depends_on: list[JobId] | None = Field(
         default=None,
         max_length=MAX_PARENTS,
@@ -225,6 +232,7 @@ class JobOut(BaseModel):
     max_retries: int
     recoveries: int
     max_recoveries: int
+    priority: int = Field(description="-100..100: within its queue, higher runs sooner.")
     run_at: datetime | None
     created_at: datetime | None
     started_at: datetime | None
