@@ -45,6 +45,7 @@ class Record:
     children: list[str] | None = None  # dependants to settle when this job finishes
     parent_results: dict[str, str | None] | None = None  # parent id -> result JSON
     limit: Limit | None = None
+    priority: int = 0
 
     @classmethod
     def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
@@ -67,6 +68,7 @@ class Record:
             depends_on=spec.depends_on,
             on_parent_failure=spec.on_parent_failure,
             limit=spec.limit,
+            priority=spec.priority,
         )
 
     def to_job(self) -> Job:
@@ -94,6 +96,7 @@ class Record:
             depends_on=self.depends_on,
             parent_results=_results(self.depends_on, self.parent_results),
             limit_key=None if self.limit is None else self.limit.key,
+            priority=self.priority,
         )
 
 
