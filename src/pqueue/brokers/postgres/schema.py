@@ -25,6 +25,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     Sequence,
+    SmallInteger,
     Table,
     Text,
     text,
@@ -83,6 +84,8 @@ def _jobs(md: MetaData, schema: str) -> Table:
         Column("limit_rate", Double),
         Column("limit_burst", Double),
         Column("limit_concurrency", Integer),
+        # migration 0009: the job's priority within its queue (ADR 0145)
+        Column("priority", SmallInteger, nullable=False, server_default=text("0")),
         PrimaryKeyConstraint("id", name="jobs_pkey"),
         CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
@@ -106,6 +109,15 @@ def _jobs(md: MetaData, schema: str) -> Table:
             "queue",
             "limit_key",
             postgresql_where=text("status = 'active' AND limit_key IS NOT NULL"),
+        ),
+        # migration 0009: prioritized jobs only (ADR 0145)
+        Index(
+            "jobs_prioritized",
+            "queue",
+            text("priority DESC"),
+            "run_at",
+            "seq",
+            postgresql_where=text(f"{_LIVE} AND priority <> 0"),
         ),
         # migration 0008: counts and activity without reading the history (ADR 0139)
         Index("jobs_waiting", "queue", postgresql_where=text("status = 'waiting'")),
