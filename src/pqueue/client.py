@@ -29,7 +29,13 @@ from pqueue.limits import LimitState
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.options import SHARED_OPTION_NAMES, JobOptions, SharedOptions, task_of
 from pqueue.router import Router
-from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_PRIORITY, DEFAULT_QUEUE, build_specs
+from pqueue.spec import (
+    DEFAULT_MAX_RECOVERIES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    build_specs,
+)
 from pqueue.steps import Steps, run_async
 from pqueue.task import Task
 from pqueue.workflow import outcome_of, wait_seconds

@@ -98,6 +98,7 @@ def _names(known: frozenset[str]) -> str:
         "runatcolumn": "runAtColumn",
         "delaycolumn": "delayColumn",
         "uniquekeycolumn": "uniqueKeyColumn",
+        "prioritycolumn": "priorityColumn",
         "uniquefor": "uniqueFor",
         "maxretries": "maxRetries",
         "maxrecoveries": "maxRecoveries",

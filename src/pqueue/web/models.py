@@ -135,7 +135,7 @@ class JobIn(BaseModel):
     timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
     priority: Priority | None = Field(
         default=None,
-        description="-100..100: within its queue a higher priority runs sooner; default the handler's, else 0.",
+        description="-100..100: within its queue, higher runs sooner; default the handler's, else 0.",
     )
     depends_on: list[JobId] | None = Field(
         default=None,

@@ -200,9 +200,9 @@ class MemoryStore:
     def _live(self, entry: _Entry) -> Record | None:
         """The record a line entry stands for, if it still waits there (else a stale entry)."""
         rec = self.jobs.get(entry[3])
-        if rec is None or rec.order != entry[2] or rec.run_at != entry[1] or rec.status is not JobStatus.PENDING:
+        if rec is None or rec.order != entry[2] or rec.run_at != entry[1]:
             return None
-        return rec
+        return rec if rec.status is JobStatus.PENDING else None
 
     def _lease(self, rec: Record, now: float, worker_id: str, lease_for: float) -> Lease:
         rec.attempt += 1

@@ -84,6 +84,7 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
             meta={} if meta is None else _string_map(_load(meta)),
             **(_flow(h) if "depends_on" in h else {}),
             limit_key=get("limit_key"),
+            priority=int(get("priority") or 0),
         )
     except (KeyError, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
@@ -119,6 +120,8 @@ def waiting_header(specs: Sequence[JobSpec]) -> str:
             job["idempotency_key"] = s.idempotency_key
         if s.meta:
             job["meta"] = _utf8_json(_compact(dict(s.meta)))
+        if s.priority:
+            job["priority"] = s.priority
         jobs.append(job)
     return _compact(jobs)
 
@@ -150,6 +153,7 @@ _OPTIONAL_COLUMNS: tuple[tuple[str, Callable[[JobSpec], Any]], ...] = (
     ("meta", lambda s: _compact(dict(s.meta)) if s.meta else None),
     ("limit_key", lambda s: None if s.limit is None else s.limit.key),
     ("limit", lambda s: None if s.limit is None else s.limit.to_text()),
+    ("priority", lambda s: s.priority or None),
 )
 """enqueue.lua's optional columns: name, and a job's value (None: the job does not set it)."""
 
@@ -166,6 +170,7 @@ def _sets_options(spec: JobSpec) -> bool:
         and spec.idempotency_key is None
         and not spec.meta
         and spec.limit is None
+        and not spec.priority
     )
 
 

@@ -16,8 +16,8 @@ from pqueue.testing.contract.control import CancelRunningContract, PauseContract
 from pqueue.testing.contract.enqueue import EnqueueContract
 from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
-from pqueue.testing.contract.lifecycle import LifecycleContract
 from pqueue.testing.contract.job_priority import JobPriorityContract
+from pqueue.testing.contract.lifecycle import LifecycleContract
 from pqueue.testing.contract.limits import LimitsContract
 from pqueue.testing.contract.priority import PriorityContract
 from pqueue.testing.contract.recovery import RecoveryContract

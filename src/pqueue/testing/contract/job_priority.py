@@ -68,7 +68,9 @@ class JobPriorityContract:
         clock.advance(11)
         assert await drain_ids(broker, batch=1) == [later, now_ids[0]]
 
-    async def test_earlier_due_first_among_equal_priority(self, broker: FullBroker, clock: ManualClock) -> None:
+    async def test_earlier_due_first_among_equal_priority(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
         delayed = await put(broker, priority=3, delay=5)
         clock.advance(6)
         fresh = await put(broker, priority=3)
@@ -128,7 +130,8 @@ class JobPriorityContract:
 
     async def test_limited_jobs_take_their_priority_within_their_group(self, broker: FullBroker) -> None:
         solo = Limit("solo", concurrency=1)
-        specs = [build_spec("contract:limited", i, limit=solo, priority=p) for i, p in enumerate([0, -2, 9, 9])]
+        levels = [0, -2, 9, 9]
+        specs = [build_spec("contract:limited", i, limit=solo, priority=p) for i, p in enumerate(levels)]
         ids = [r.id for r in await broker.enqueue(specs)]
         claimed: list[str] = []
         while leases := await take(broker, limit=5):

@@ -31,7 +31,8 @@
 --          run_at, delay (ms), timeout (text), unique_key, unique_for (ms),
 --          idempotency_key, meta (JSON text),  absent when no job sets them, else an
 --          limit_key, limit ("rate burst       array with null for jobs that do not
---          concurrency", '-' for none)         (a limited batch goes to its lane's keys)
+--          concurrency", '-' for none),        (a limited batch goes to its lane's keys)
+--          priority (null for 0; ADR 0145)
 -- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
@@ -58,12 +59,14 @@ local type_all, types = shared(h['type'])
 local retries_all, retries = shared(h['max_retries'])
 local recoveries_all, recoveries = shared(h['max_recoveries'])
 local run_ats, delays = h['run_at'], h['delay']
+local priorities = h['priority']  -- absent unless a job of the batch has a priority (ADR 0145)
 local unique_keys, unique_fors = h['unique_key'], h['unique_for']
 -- {field, column} for the columns stored as they are. They are absent unless a job of the
 -- batch sets them, and most batches set none: the `or` spares those building the list.
 local optional = {}
-if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit'] then
-  for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit'}) do
+if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit']
+    or h['priority'] then
+  for _, name in ipairs({'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit', 'priority'}) do
     if h[name] ~= nil then
       optional[#optional + 1] = {name, h[name]}
     end
@@ -115,7 +118,7 @@ end
 local scheduled_due, retry_due = head ~= nil and head <= now, retry_head ~= nil and retry_head <= now
 local moved = 0
 if scheduled_due or retry_due then
-  moved = pq_promote(pending, scheduled_due and scheduled, retry_due and retry, job_prefix, now,
+  moved = pq_promote(pending, scheduled_due and scheduled, retry_due and retry, KEYS[4], job_prefix, now,
     tonumber(ARGV[5]))
 end
 -- What is left of `unknown` counts new jobs' keys that exist, and promoting may have
@@ -124,7 +127,7 @@ end
 local look_up = unknown > 0 or moved > 0
 
 local seq = redis.call('INCRBY', KEYS[4], n) - n
-local out, due, later, stored = {}, {}, {}, {}
+local out, due, later, stored, ranked = {}, {}, {}, {}, {}
 local earliest = nil
 local unique_index = 7
 
@@ -175,6 +178,8 @@ for i = 1, n do
       if earliest == nil or run_at < earliest then
         earliest = run_at
       end
+    elseif priorities ~= nil and priorities[i] ~= NULL then
+      ranked[#ranked + 1] = {id, priorities[i], seq}
     else
       due[#due + 1] = id
     end
@@ -196,16 +201,19 @@ end
 if #due > 0 then
   pq_chunked('RPUSH', pending, due)
 end
+for _, job in ipairs(ranked) do
+  pq_line_push(pending, job[1], job[2], job[3])
+end
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
 -- Due jobs left for a wake-up, if pending was empty: all this run pushed, unless parked
 -- claimers took some (without one pq_hand_off would do nothing: its first check).
-local left = moved + #due
+local left = moved + #due + #ranked
 if is_parked then
   pq_hand_off(pending, KEYS[5], KEYS[4], parked, KEYS[7], job_prefix, now, ARGV[7], ARGV[4])
   if was_empty then
-    left = redis.call('LLEN', pending)
+    left = pq_line_len(pending)
   end
 end
 if (was_empty and left > 0) or (earliest ~= nil and (head == nil or earliest < head)) then

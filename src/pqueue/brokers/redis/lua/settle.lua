@@ -68,7 +68,7 @@ for i = 12, #ARGV do
           redis.call('ZADD', KEYS[2], run_at, id)
         else
           redis.call('HSET', key, 'status', 'pending', 'run_at', pq_int(run_at), 'seq', pq_int(seq))
-          redis.call('RPUSH', KEYS[1], id)
+          pq_line_push(KEYS[1], id, tonumber(redis.call('HGET', key, 'priority')) or 0, seq)
         end
         woken = true
       end
