@@ -243,11 +243,12 @@ SELECT (SELECT count(*) FROM created) > 0,
 -- Lease up to %(limit)s due jobs, visiting queues in the given order; within a queue by
 -- (priority DESC, run_at, seq) (ADR 0145). The nested loop stops as soon as the limit is
 -- reached, so later queues are not even read (or locked) when earlier ones fill the claim.
--- A queue is read in three legs, each stopping once the limit is reached: jobs above the
--- default priority (jobs_prioritized, which holds only jobs with a priority), then the
--- default priority (an index range scan of jobs_claim, as before priorities), then those
--- below it. With no prioritized job the first leg is one probe of an empty index. The
--- caller sorts the rows by (pos, -priority, run_at, seq).
+-- A queue is read in three legs, each stopping once the limit is reached: due jobs above
+-- the default priority (jobs_prioritized, which holds only due jobs with a priority), then
+-- the default priority (an index range scan of jobs_claim, as before priorities), then
+-- those below it. With no prioritized job the first leg is one probe of an empty index. A
+-- prioritized scheduled/retry job is claimable once promoted (workers promote about every
+-- second; migration 0009). The caller sorts the rows by (pos, -priority, run_at, seq).
 -- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
 -- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
 -- again, and the ack that follows is durable, which makes the claim before it durable too.
@@ -276,8 +277,7 @@ picked AS MATERIALIZED (
         -- Each leg locks in a subquery of its own: FOR UPDATE may not sit beside UNION.
         SELECT id FROM (
             SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND priority > 0
-              AND run_at <= {now} AND limit_key IS NULL
+            WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
             ORDER BY priority DESC, run_at, seq
             LIMIT %(limit)s
             FOR UPDATE SKIP LOCKED
@@ -294,8 +294,7 @@ picked AS MATERIALIZED (
         UNION ALL
         SELECT id FROM (
             SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND priority < 0
-              AND run_at <= {now} AND limit_key IS NULL
+            WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
             ORDER BY priority DESC, run_at, seq
             LIMIT %(limit)s
             FOR UPDATE SKIP LOCKED
@@ -555,12 +554,18 @@ SELECT extract(epoch FROM least(
          ORDER BY run_at
          LIMIT 1
      ) AS h
-     WHERE g.queue IN (SELECT name FROM open_queues) AND NOT g.held)
+     WHERE g.queue IN (SELECT name FROM open_queues) AND NOT g.held),
+    -- a due job with a priority (jobs_prioritized, migration 0009): due now
+    (SELECT {now} WHERE EXISTS (
+        SELECT 1 FROM {schema}.jobs
+        WHERE queue IN (SELECT name FROM open_queues) AND status = 'pending' AND priority <> 0
+          AND limit_key IS NULL))
 ) - {now})::float8
 FROM open_queues AS q
 CROSS JOIN LATERAL (
     SELECT run_at FROM {schema}.jobs
     WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND limit_key IS NULL
+      AND (priority = 0 OR status <> 'pending')
     ORDER BY run_at
     LIMIT 1
 ) AS d;
@@ -653,8 +658,14 @@ WITH deltas AS MATERIALIZED (
     FROM {schema}.finished_deltas GROUP BY queue, status
 ),
 per AS (
-    SELECT queue, status, count(*) AS n FROM {schema}.jobs
-    WHERE status IN ('pending', 'scheduled', 'retry') GROUP BY queue, status
+    SELECT queue, status, sum(n) AS n FROM (
+        SELECT queue, status, count(*) AS n FROM {schema}.jobs
+        WHERE status IN ('pending', 'scheduled', 'retry') AND (priority = 0 OR status <> 'pending')
+        GROUP BY queue, status
+        UNION ALL
+        SELECT queue, 'pending', count(*) FROM {schema}.jobs  -- due jobs with a priority (0009)
+        WHERE status = 'pending' AND priority <> 0 GROUP BY queue
+    ) AS live GROUP BY queue, status
     UNION ALL
     SELECT queue, 'active', count(*) FROM {schema}.jobs WHERE status = 'active' GROUP BY queue
     UNION ALL
@@ -704,8 +715,22 @@ WITH done AS (
     ) AS f GROUP BY queue
 )
 SELECT q.name,
-    (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
-     WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
+    extract(epoch FROM {now} - least(
+        (SELECT min(j.run_at) FROM {schema}.jobs AS j
+         WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry')
+           AND (j.priority = 0 OR j.status <> 'pending') AND j.run_at <= {now}),
+        -- due jobs with a priority: the first of each level (jobs_prioritized, 0009)
+        (SELECT min(p.run_at) FROM generate_series(-100, 100) AS l(level)
+         CROSS JOIN LATERAL (
+             SELECT j.run_at FROM {schema}.jobs AS j
+             WHERE j.queue = q.name AND j.status = 'pending' AND j.priority = l.level
+               AND j.priority <> 0
+             ORDER BY j.run_at LIMIT 1
+         ) AS p
+         WHERE EXISTS (
+             SELECT 1 FROM {schema}.jobs AS e
+             WHERE e.queue = q.name AND e.status = 'pending' AND e.priority <> 0))
+    ))::float8,
     coalesce(done.n, 0)
 FROM {schema}.queues AS q
 LEFT JOIN done ON done.queue = q.name

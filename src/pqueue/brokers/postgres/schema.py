@@ -91,7 +91,14 @@ def _jobs(md: MetaData, schema: str) -> Table:
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
         # migration 0007: a token only on an active job (ADR 0131)
         CheckConstraint("lease_token IS NULL OR status = 'active'", name="jobs_token_only_active"),
-        Index("jobs_claim", "queue", "run_at", "seq", postgresql_where=text(_LIVE)),
+        # migration 0009: due jobs with a priority are in jobs_prioritized instead (ADR 0145)
+        Index(
+            "jobs_claim",
+            "queue",
+            "run_at",
+            "seq",
+            postgresql_where=text(f"{_LIVE} AND (priority = 0 OR status <> 'pending')"),
+        ),
         Index("jobs_delayed", "run_at", postgresql_where=text("status IN ('scheduled', 'retry')")),
         Index("jobs_leases", "lease_expires_at", postgresql_where=text("status = 'active'")),
         Index("jobs_finished", "finished_at", postgresql_where=text("status IN ('completed', 'cancelled')")),
@@ -117,7 +124,7 @@ def _jobs(md: MetaData, schema: str) -> Table:
             text("priority DESC"),
             "run_at",
             "seq",
-            postgresql_where=text(f"{_LIVE} AND priority <> 0"),
+            postgresql_where=text("status = 'pending' AND priority <> 0"),
         ),
         # migration 0008: counts and activity without reading the history (ADR 0139)
         Index("jobs_waiting", "queue", postgresql_where=text("status = 'waiting'")),
