@@ -5,7 +5,8 @@ asks prioritized jobs to drain at least 0.7x as fast as plain ones. This times, 
 batch in turn on the same server and schema/prefix, three variants of the same operation:
   baseline   the statement (Postgres ``enqueue_plain``, ``claim``) or script (Redis
              ``enqueue.lua``, ``claim.lua``) as it was at ``--baseline`` (``git show``),
-             on jobs without a priority;
+             on jobs without a priority (on Postgres in a schema built by that ref's
+             migrations, whose indexes its statements were written for);
   plain      this tree's, on jobs without a priority;
   priority   this tree's, on jobs with priorities spread over -100..100.
 Each variant has a queue of its own, so a claim only ever meets its own jobs. A busy
@@ -74,17 +75,33 @@ def timed(times: list[float], conn: psycopg.Connection[Any], text: Any, params: 
     return out
 
 
+def baseline_schema(conn: psycopg.Connection[Any], ref: str, schema: str) -> None:
+    """A schema as ``ref``'s migrations left it (applied in order, unrecorded)."""
+    folder = "src/pqueue/brokers/postgres/migrations/"
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", ref, folder], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
+    conn.execute(render("CREATE SCHEMA {schema}", schema))
+    for name in sorted(names):
+        conn.execute(render(baseline(ref, name), schema))
+
+
 def postgres(url: str, jobs: int, batch: int, ref: str) -> None:
     schema = "pqprio" + uuid.uuid4().hex[:8]
+    old_schema, prio_schema = schema + "base", schema + "prio"  # a table per variant
     migrate(f"{url}?schema={schema}")
-    q = queries_for(schema)
+    migrate(f"{url}?schema={prio_schema}")
+    q, qp = queries_for(schema), queries_for(prio_schema)
     old = parse_named(baseline(ref, "src/pqueue/brokers/postgres/queries.sql"))
-    enqueue = {"baseline": render(old["enqueue_plain"], schema), "plain": q["enqueue_plain"]}
-    enqueue["priority"] = q["enqueue_plain"]
-    claim = {"baseline": render(old["claim"], schema), "plain": q["claim"], "priority": q["claim"]}
+    enqueue = {"baseline": render(old["enqueue_plain"], old_schema), "plain": q["enqueue_plain"]}
+    enqueue["priority"] = qp["enqueue_plain"]
+    # {job_columns} renders as this tree's, which ends with the new column: not in the old schema
+    old_claim = render(old["claim"], old_schema).replace(", t.priority", "")
+    claim = {"baseline": old_claim, "plain": q["claim"], "priority": qp["claim"]}
     times: Times = {"enqueue": {v: [] for v in VARIANTS}, "claim": {v: [] for v in VARIANTS}}
     with psycopg.connect(url, autocommit=True) as conn:
         try:
+            baseline_schema(conn, ref, old_schema)
             for i, start in enumerate(range(0, jobs, batch)):
                 for variant in VARIANTS[i % 3 :] + VARIANTS[: i % 3]:
                     specs = batch_of(variant, batch, start)
@@ -105,7 +122,8 @@ def postgres(url: str, jobs: int, batch: int, ref: str) -> None:
                     rows = timed(times["claim"][variant], conn, claim[variant], claimed)
                     assert len(rows) == batch, (variant, len(rows))
         finally:
-            conn.execute(render("DROP SCHEMA {schema} CASCADE", schema))
+            for name in (schema, old_schema, prio_schema):
+                conn.execute(render("DROP SCHEMA IF EXISTS {schema} CASCADE", name))
     report("postgres", times, batch)
 
 

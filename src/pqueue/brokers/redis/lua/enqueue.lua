@@ -201,8 +201,13 @@ end
 if #due > 0 then
   pq_chunked('RPUSH', pending, due)
 end
-for _, job in ipairs(ranked) do
-  pq_line_push(pending, job[1], job[2], job[3])
+if #ranked > 0 then  -- due jobs with a priority: one ZADD for the batch (ADR 0145)
+  local scored = {}
+  for _, job in ipairs(ranked) do
+    scored[#scored + 1] = pq_prio_score(job[2], job[3])
+    scored[#scored + 1] = job[1]
+  end
+  pq_chunked('ZADD', pq_prio_key(pending), scored)
 end
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
