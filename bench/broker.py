@@ -50,8 +50,13 @@ class Result:
         return statistics.median(self.runs)
 
 
-def specs(n: int) -> list[pqueue.JobSpec]:
-    return [build_spec("bench:noop", {"i": i}, queue=QUEUE) for i in range(n)]
+PRIORITIES = {"none": lambda i: 0, "spread": lambda i: (i * 37) % 201 - 100}
+"""``--priorities``: every job at the default, or each job one of -100..100 in turn (ADR 0145)."""
+
+
+def specs(n: int, priorities: str = "none") -> list[pqueue.JobSpec]:
+    priority_of = PRIORITIES[priorities]
+    return [build_spec("bench:noop", {"i": i}, queue=QUEUE, priority=priority_of(i)) for i in range(n)]
 
 
 async def drain(broker: FullBroker, batch: int = 500) -> int:
@@ -66,7 +71,9 @@ async def drain(broker: FullBroker, batch: int = 500) -> int:
 async def enqueue_one(broker: FullBroker, n: int, args: argparse.Namespace) -> float:
     start = time.perf_counter()
     for i in range(n):
-        await broker.enqueue([build_spec("bench:noop", {"i": i}, queue=QUEUE)])
+        await broker.enqueue(
+            [build_spec("bench:noop", {"i": i}, queue=QUEUE, priority=PRIORITIES[args.priorities](i))]
+        )
     elapsed = time.perf_counter() - start
     await drain(broker)
     return n / elapsed
@@ -75,14 +82,14 @@ async def enqueue_one(broker: FullBroker, n: int, args: argparse.Namespace) -> f
 async def enqueue_many(broker: FullBroker, n: int, args: argparse.Namespace) -> float:
     start = time.perf_counter()
     for i in range(0, n, args.batch):
-        await broker.enqueue(specs(min(args.batch, n - i)))
+        await broker.enqueue(specs(min(args.batch, n - i), args.priorities))
     elapsed = time.perf_counter() - start
     await drain(broker)
     return n / elapsed
 
 
 async def claim_ack(broker: FullBroker, n: int, args: argparse.Namespace) -> float:
-    jobs = specs(n)
+    jobs = specs(n, args.priorities)
     for i in range(0, n, 1000):
         await broker.enqueue(jobs[i : i + 1000])
     start = time.perf_counter()
@@ -191,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--background-completed", type=int, default=0, metavar="N")
     parser.add_argument("--keep", action="store_true", help="do not prune completed jobs afterwards")
     parser.add_argument("--json", action="store_true", help="also print one JSON line per scenario")
+    parser.add_argument(
+        "--priorities", choices=sorted(PRIORITIES), default="none", help="job priorities (default: none set)"
+    )
     parser.add_argument(
         "scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(SCENARIOS)} (default: all)"
     )

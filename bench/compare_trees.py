@@ -11,7 +11,8 @@ medians per tree and the ratio HEAD / BASE. Each tree runs its own code (PYTHONP
         --redis 'redis://127.0.0.1:6379/3' --postgres 'postgresql://postgres@127.0.0.1/test'
 
 The issue-16 figures in docs/benchmarks.md ("Flow control: what jobs that use none of it
-pay") come from this script.
+pay") come from this script, and so do issue 26's ("Per-job priority"): with ``--base .
+--head-args '--priorities spread'`` it compares prioritized jobs with plain ones.
 """
 
 from __future__ import annotations
@@ -45,18 +46,18 @@ def _run(tree: Path, args: list[str]) -> str:
     return done.stdout
 
 
-def _drain(tree: Path, dsn: str, n: int, processes: int) -> dict[str, float]:
+def _drain(tree: Path, dsn: str, n: int, processes: int, extra: list[str]) -> dict[str, float]:
     out = _run(tree, ["bench/worker.py", "--dsn", dsn, "--n", str(n), "--repeat", "1",
-                      "--processes", str(processes)])  # fmt: skip
+                      "--processes", str(processes), *extra])  # fmt: skip
     found = DRAIN.search(out)
     if found is None:
         raise RuntimeError(f"bench/worker.py printed no figures: {out!r}")
     return {"drain jobs/s": float(found[1].replace(",", "")), "worker CPU us/job": float(found[2])}
 
 
-def _broker(tree: Path, dsn: str, n: int) -> dict[str, float]:
+def _broker(tree: Path, dsn: str, n: int, extra: list[str]) -> dict[str, float]:
     out = _run(tree, ["bench/broker.py", "--dsn", dsn, "--n", str(n), "--repeat", "1", "--json",
-                      *BROKER_SCENARIOS])  # fmt: skip
+                      *extra, *BROKER_SCENARIOS])  # fmt: skip
     figures = {}
     for line in out.splitlines():
         if line.startswith("{"):
@@ -76,7 +77,14 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1, help="worker processes in the drain")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/3")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument(
+        "--head-args",
+        default="",
+        help="extra arguments for the head tree's benches, e.g. '--priorities spread' with "
+        "--base . (the same tree: what an option costs its users)",
+    )
     args = parser.parse_args()
+    extra = {"base": [], "head": args.head_args.split()}
     trees = {"base": args.base.resolve(), "head": args.head.resolve()}
     results: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for round_no in range(1, args.rounds + 1):
@@ -85,7 +93,10 @@ def main() -> None:
                 dsn = _namespaced(server, f"pqcmp{label}{uuid.uuid4().hex[:6]}")
                 if backend == "postgres":
                     _run(tree, ["-m", "pqueue", "migrate", "--dsn", dsn])
-                figures = {**_drain(tree, dsn, args.n, args.processes), **_broker(tree, dsn, args.n)}
+                figures = {
+                    **_drain(tree, dsn, args.n, args.processes, extra[label]),
+                    **_broker(tree, dsn, args.n, extra[label]),
+                }
                 for name, value in figures.items():
                     results[(backend, name, label)].append(value)
                 _cleanup(tree, dsn)

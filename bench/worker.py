@@ -39,10 +39,18 @@ ROOT = Path(__file__).resolve().parents[1]
 QUEUE = "bench"
 
 
-async def enqueue(client: AsyncClient, n: int, job_type: str) -> None:
+def _spread(i: int) -> int:
+    """``--priorities spread``: job i's priority, each of -100..100 in turn (ADR 0145)."""
+    return (i * 37) % 201 - 100
+
+
+async def enqueue(client: AsyncClient, n: int, job_type: str, spread: bool = False) -> None:
     for start in range(0, n, 5000):
         await client.enqueue_many(
-            [Task(job_type, i, queue=QUEUE) for i in range(start, min(n, start + 5000))]
+            [
+                Task(job_type, i, queue=QUEUE, priority=_spread(i) if spread else None)
+                for i in range(start, min(n, start + 5000))
+            ]
         )
 
 
@@ -59,7 +67,7 @@ async def run_once(args: argparse.Namespace) -> tuple[float, float, float]:
     job_type = "bench:noop-sync" if args.sync else "bench:noop"
     async with AsyncClient(args.dsn) as client:
         base = await completed(client)
-        await enqueue(client, args.n, job_type)
+        await enqueue(client, args.n, job_type, args.priorities == "spread")
         started, cpu = time.perf_counter(), _children_cpu()
         if args.dsn.startswith("memory:"):
             sys.path.insert(0, str(ROOT))
@@ -112,6 +120,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--sync", action="store_true", help="sync no-op handlers (run on threads)")
+    parser.add_argument(
+        "--priorities", choices=("none", "spread"), default="none", help="job priorities (default: none set)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--metrics-port", type=int, default=0, help="run the worker with metrics on this port"
@@ -126,6 +137,7 @@ def main() -> None:
     cpu = statistics.median(r[2] for r in runs)
     kind = "sync" if args.sync else "async"
     extra = ", metrics" if args.metrics_port else ""
+    extra += ", priorities spread" if args.priorities != "none" else ""
     print(
         f"{args.dsn.split(':')[0]}: {args.n} {kind} no-op jobs, {args.processes} process(es) x "
         f"concurrency {args.concurrency}{extra}: drain {drain:,.0f} jobs/s, steady {steady:,.0f} jobs/s, "

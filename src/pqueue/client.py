@@ -29,7 +29,13 @@ from pqueue.limits import LimitState
 from pqueue.middleware import Middleware, MiddlewareChain
 from pqueue.options import SHARED_OPTION_NAMES, JobOptions, SharedOptions, task_of
 from pqueue.router import Router
-from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_specs
+from pqueue.spec import (
+    DEFAULT_MAX_RECOVERIES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    build_specs,
+)
 from pqueue.steps import Steps, run_async
 from pqueue.task import Task
 from pqueue.workflow import outcome_of, wait_seconds
@@ -333,6 +339,7 @@ class AsyncClient:
                 queue=options.get("queue"),
                 max_retries=options.get("max_retries"),
                 timeout=options.get("timeout"),
+                priority=options.get("priority"),
             )
         )
         specs = build_specs(
@@ -343,6 +350,7 @@ class AsyncClient:
             run_at=options.get("run_at"),
             max_retries=DEFAULT_MAX_RETRIES if task.max_retries is None else task.max_retries,
             max_recoveries=options.get("max_recoveries", DEFAULT_MAX_RECOVERIES),
+            priority=DEFAULT_PRIORITY if task.priority is None else task.priority,
             timeout=task.timeout,
             unique_for=options.get("unique_for"),
             unique_until=options.get("unique_until", "ttl"),

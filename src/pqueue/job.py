@@ -167,6 +167,8 @@ class JobSpec:
     unique_until: str = "ttl"
     """``"ttl"``: the unique key is held for ``unique_for`` whatever happens; ``"done"``: it
     is freed when the job completes, ``unique_for`` being the latest (ADR 0152)."""
+    priority: int = 0
+    """-100..100: within its queue a claim takes the highest first (docs/priority.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,8 @@ class Job:
 
     limit_key: str | None = None
     """The job's limit group within its queue, when it is subject to a limit (docs/limits.md)."""
+    priority: int = 0
+    """The job's priority within its queue, -100..100 (higher runs sooner; docs/priority.md)."""
 
     def parent_result(self, parent_id: str | None = None) -> JSONValue:
         """The result of parent ``parent_id``, or of the only parent when it is left out
@@ -265,6 +269,7 @@ class Job:
             "max_retries": self.max_retries,
             "recoveries": self.recoveries,
             "max_recoveries": self.max_recoveries,
+            "priority": self.priority,
             "run_at": to_iso(self.run_at),
             "created_at": to_iso(self.created_at),
             "started_at": to_iso(self.started_at),

@@ -47,6 +47,10 @@ class SharedOptions(TypedDict, total=False):
     max_recoveries: int
     """How many times the job may be taken back from a worker that died holding it before
     it is dead; default 5."""
+    priority: int
+    """The job's place within its queue: an int from -100 to 100, default 0; a claim takes
+    the highest priority first, then the earliest due, then the first enqueued
+    (docs/priority.md). Queue weights still decide between queues."""
 
 
 class JobOptions(SharedOptions, total=False):

@@ -17,13 +17,20 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Unpack
 
-from pqueue.errors import ConfigError, UnknownJobType
+from pqueue.errors import ConfigError, InvalidOption, UnknownJobType
 from pqueue.job import EnqueueResult, Job, JSONValue
 from pqueue.limits import QUEUE_GROUP, KeyFn, Limit, LimitRule
 from pqueue.options import JobOptions, task_of
 from pqueue.periodic import Schedule
 from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
-from pqueue.spec import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, validate_job_type, validate_queue_name
+from pqueue.spec import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    validate_job_type,
+    validate_priority,
+    validate_queue_name,
+)
 from pqueue.suggest import did_you_mean
 from pqueue.task import Task
 
@@ -52,6 +59,7 @@ class Handler:
         timeout: float | None,
         retry: RetryPolicy,
         limit: LimitRule | None = None,
+        priority: int = DEFAULT_PRIORITY,
     ) -> None:
         self.router = router
         self.limit = limit
@@ -61,6 +69,8 @@ class Handler:
         self.queue = queue
         self.max_retries = max_retries
         self.timeout = timeout
+        self.priority = priority
+        """The priority of this type's jobs that set none (docs/priority.md)."""
         self.retry = retry
         self.is_async = _is_async(fn)
         self.__doc__ = fn.__doc__
@@ -79,8 +89,8 @@ class Handler:
         return self.defaults(task_of(self.name, payload, options))
 
     def defaults(self, task: Task) -> Task:
-        """``task`` with its unset queue, max_retries and timeout taken from this handler."""
-        return task.with_defaults(self.queue, self.max_retries, self.timeout)
+        """``task`` with its unset queue, max_retries, timeout and priority taken from this handler."""
+        return task.with_defaults(self.queue, self.max_retries, self.timeout, self.priority)
 
     def enqueue(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue a job of this type through the router's client (blocking)."""
@@ -134,8 +144,12 @@ class Router:
         rate: str | None = None,
         concurrency: int | None = None,
         limit_key: KeyFn | str | None = None,
+        priority: int = DEFAULT_PRIORITY,
     ) -> Callable[[HandlerFn], Handler]:
         """Register the decorated function as the handler of job type ``name``.
+
+        ``priority`` (-100..100, default 0) is the priority of its jobs that set none:
+        within a queue, higher runs sooner (docs/priority.md).
 
         ``rate`` (``"100/s"``, ``"30/m"``, ``"500/h"``) and ``concurrency`` limit how fast
         and how many of its jobs run, across every worker, per ``limit_key(payload)``
@@ -147,6 +161,10 @@ class Router:
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigError(f"max_retries must be an int >= 0, got {max_retries!r}")
         seconds = _timeout_seconds(timeout)
+        try:
+            validate_priority(priority)
+        except InvalidOption as exc:
+            raise ConfigError(str(exc)) from None
         if retry is not None and not callable(retry):
             raise ConfigError(
                 f"retry must be a policy callable (attempt, error, job) -> seconds, got {retry!r}"
@@ -164,6 +182,7 @@ class Router:
                 timeout=seconds,
                 retry=retry or DEFAULT_RETRY_POLICY,
                 limit=limit,
+                priority=priority,
             )
             self._add(handler)
             return handler

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 DEFAULT_QUEUE = "default"
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_RECOVERIES = 5
+DEFAULT_PRIORITY = 0
+MIN_PRIORITY = -100
+MAX_PRIORITY = 100
+"""Job priorities run from MIN_PRIORITY to MAX_PRIORITY (Django's range); higher runs sooner."""
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 MAX_META_ENTRIES = 32
 MAX_PARENTS = 1000
@@ -152,6 +156,14 @@ def _count(name: str, value: int) -> int:
     return value
 
 
+def validate_priority(value: object) -> int:
+    """Return ``value`` if it is a job priority (an int from -100 to 100), else raise
+    :class:`InvalidOption`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise InvalidOption(f"priority must be an int from {MIN_PRIORITY} to {MAX_PRIORITY}, got {value!r}")
+    return value
+
+
 def _key(name: str, value: str | None) -> str | None:
     if value is None:
         return None
@@ -182,6 +194,7 @@ def build_spec(
     run_at: datetime | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    priority: int = DEFAULT_PRIORITY,
     timeout: float | timedelta | None = None,
     unique_for: float | timedelta | None = None,
     unique_key: str | None = None,
@@ -250,6 +263,7 @@ def build_spec(
         on_parent_failure=on_parent_failure,
         limit=limit,
         unique_until=unique_until,
+        priority=validate_priority(priority),
     )
 
 
@@ -304,6 +318,7 @@ def recheck_spec(spec: object) -> JobSpec:
         run_at=run_at,
         max_retries=spec.max_retries,
         max_recoveries=spec.max_recoveries,
+        priority=spec.priority,
         timeout=spec.timeout,
         unique_for=spec.unique_for,
         unique_key=spec.unique_key,
@@ -326,6 +341,7 @@ def build_specs(
     run_at: datetime | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     max_recoveries: int = DEFAULT_MAX_RECOVERIES,
+    priority: int = DEFAULT_PRIORITY,
     timeout: float | timedelta | None = None,
     unique_for: float | timedelta | None = None,
     meta: Mapping[str, str] | None = None,
@@ -348,6 +364,7 @@ def build_specs(
         run_at=run_at,
         max_retries=max_retries,
         max_recoveries=max_recoveries,
+        priority=priority,
         timeout=timeout,
         unique_for=unique_for,
         meta=meta,
@@ -384,7 +401,11 @@ def build_specs(
                 first.unique_for,
                 None,  # idempotency_key: per job, so never shared
                 shared_meta,
-                unique_until=first.unique_until,
+                (),
+                "cancel",
+                None,
+                first.unique_until,
+                first.priority,
             )
         )
     return specs

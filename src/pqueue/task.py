@@ -4,8 +4,8 @@ A task has one field per option of :class:`~pqueue.options.JobOptions`, the keyw
 of :meth:`AsyncClient.enqueue` (tests/unit/test_option_parity.py checks it).
 :meth:`Task.to_spec` validates them (through :func:`pqueue.spec.build_spec`) into a
 :class:`JobSpec`.
-``queue``, ``max_retries`` and ``timeout`` left as None take the registered handler's
-defaults when the client knows the router (else ``default``, 3 and no timeout).
+``queue``, ``max_retries``, ``timeout`` and ``priority`` left as None take the registered
+handler's defaults when the client knows the router (else ``default``, 3, no timeout, 0).
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from typing import Any
 
 from pqueue.job import JobSpec, JSONValue
 from pqueue.limits import explicit_limit
-from pqueue.spec import DEFAULT_MAX_RECOVERIES, DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, build_spec
+from pqueue.spec import (
+    DEFAULT_MAX_RECOVERIES,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_PRIORITY,
+    DEFAULT_QUEUE,
+    build_spec,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,8 @@ class Task:
     idempotency_key: str | None = None
     meta: Mapping[str, str] = field(default_factory=dict)
     max_recoveries: int = DEFAULT_MAX_RECOVERIES
+    priority: int | None = None
+    """-100..100, higher runs sooner within the queue; None takes the handler's (else 0)."""
     job_id: str | None = None
     """Choose the id (a UUID) so a re-sent task is refused instead of duplicated."""
     depends_on: tuple[str, ...] = ()
@@ -51,13 +59,16 @@ class Task:
     concurrency: int | None = None
     """A concurrency limit for a producer without the router (docs/limits.md)."""
 
-    def with_defaults(self, queue: str, max_retries: int, timeout: float | None) -> Task:
+    def with_defaults(
+        self, queue: str, max_retries: int, timeout: float | None, priority: int = DEFAULT_PRIORITY
+    ) -> Task:
         """This task with the unset options taken from a handler's defaults."""
         return replace(
             self,
             queue=queue if self.queue is None else self.queue,
             max_retries=max_retries if self.max_retries is None else self.max_retries,
             timeout=timeout if self.timeout is None else self.timeout,
+            priority=priority if self.priority is None else self.priority,
         )
 
     def to_spec(self, **overrides: Any) -> JobSpec:
@@ -74,6 +85,7 @@ class Task:
             run_at=self.run_at,
             max_retries=DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries,
             max_recoveries=self.max_recoveries,
+            priority=DEFAULT_PRIORITY if self.priority is None else self.priority,
             timeout=self.timeout,
             unique_for=self.unique_for,
             unique_key=self.unique_key,

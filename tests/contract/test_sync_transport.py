@@ -21,7 +21,13 @@ import pqueue
 from pqueue.broker import FullBroker, JobPage
 from pqueue.clock import ManualClock
 from pqueue.job import EnqueueResult, Job, JobSpec, JobStatus
-from pqueue.testing.contract import AdminContract, EnqueueContract, LimitsContract, UniqueContract
+from pqueue.testing.contract import (
+    AdminContract,
+    EnqueueContract,
+    JobPriorityContract,
+    LimitsContract,
+    UniqueContract,
+)
 from pqueue.transport import SyncTransport, sync_transport
 
 
@@ -93,6 +99,10 @@ class TestInspectorThroughSyncTransport(AdminContract):
 
 class TestLimitsThroughSyncTransport(LimitsContract):
     """Limited jobs enqueued and listed (their lanes on Redis) through the transport."""
+
+
+class TestJobPriorityThroughSyncTransport(JobPriorityContract):
+    """Prioritized jobs enqueued and read through the transport (ADR 0145)."""
 
 
 def test_every_backend_with_a_sync_client_path_has_a_transport() -> None:

@@ -138,14 +138,16 @@ def test_enqueue_reads_the_payload_file_and_options(cli: Cli, tmp_path: pytest.T
     ran = cli(
         "enqueue", "report:build", "--payload-file", str(payload), "--run-at", "2030-01-01T00:00:00Z",
         "--max-retries", "7", "--unique-for", "10m", "--unique-key", "nightly", "--idempotency-key", "r-1",
-        "--json",
+        "--priority", "-12", "--json",
     )  # fmt: skip
     assert ran.code == 0, ran.err
     first = json.loads(ran.out)
     job = json.loads(cli("jobs", "show", first["id"], "--json").out)
     assert job["payload"] == {"report": [1, 2, 3]} and job["max_retries"] == 7
     assert job["run_at"] == "2030-01-01T00:00:00+00:00" and job["unique_key"] == "nightly"
-    assert job["idempotency_key"] == "r-1"
+    assert job["idempotency_key"] == "r-1" and job["priority"] == -12
+    shown = cli("jobs", "show", first["id"])
+    assert "priority" in shown.out and "-12" in shown.out
     twin = cli("enqueue", "report:build", "--unique-for", "10m", "--unique-key", "nightly", "--json")
     assert json.loads(twin.out) == {"id": first["id"], "created": False}
 

@@ -30,6 +30,7 @@ def _row(n: int, queue: str, kind: str, status: str, **extra: Any) -> tuple[Any,
         f"{queue}-{n}", kind, queue, status, extra.get("attempt", 1), extra.get("recoveries", 0),
         enqueued, started, finished, wait, run,
         None if error is None else error[0], None if error is None else error[1], "{}", {},
+        extra.get("priority", 0),
     )  # fmt: skip
 
 

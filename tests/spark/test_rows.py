@@ -117,6 +117,19 @@ def test_payload_column_run_at_and_unique_key_make_tasks() -> None:
     assert first.to_spec().id == made.ids[0]
 
 
+def test_priority_column_gives_each_row_its_priority() -> None:
+    batch = pa.RecordBatch.from_pydict({"k": [1, 2, 3], "level": [50, None, -100]})
+    options = WriteOptions.parse({**BASE, "idColumn": "k", "priorityColumn": "level"})
+    made = jobs(batch, options)
+    assert made.tasks is not None
+    assert [task.to_spec().priority for task in made.tasks] == [50, 0, -100]
+    assert made.payloads == [{"k": 1}, {"k": 2}, {"k": 3}]  # the column is an option, not payload
+    bad = jobs(pa.RecordBatch.from_pydict({"k": [1], "level": [101]}), options).tasks
+    assert bad is not None
+    with pytest.raises(InvalidOption, match="priority"):
+        bad[0].to_spec()
+
+
 def test_bad_rows_are_refused_before_anything_is_sent() -> None:
     options = WriteOptions.parse({**BASE, "idColumn": "k", "payloadColumn": "body"})
     with pytest.raises(InvalidPayload, match="null"):

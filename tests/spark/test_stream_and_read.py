@@ -100,9 +100,11 @@ def test_reader_returns_the_jobs_a_worker_ran_with_their_timings(spark: Any, dsn
     assert df.columns == [
         "id", "type", "queue", "status", "attempt", "recoveries", "enqueued_at", "started_at",
         "finished_at", "wait_s", "run_s", "last_error_kind", "last_error_message", "payload", "meta",
+        "priority",
     ]  # fmt: skip
     rows = {row["id"]: row for row in df.collect()}
     assert {i: row["status"] for i, row in rows.items()} == expected
+    assert {row["priority"] for row in rows.values()} == {0}
     for row in rows.values():
         ran = row["status"] != "pending"
         assert row["attempt"] == (1 if ran else 0) and row["queue"] == "r" and row["type"] == "report.build"

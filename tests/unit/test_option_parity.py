@@ -36,6 +36,7 @@ SAMPLE: dict[str, Any] = {
     "unique_until": "done",
     "meta": {"trace": "t-1"},
     "max_recoveries": 2,
+    "priority": 7,
     "unique_key": "nightly",
     "idempotency_key": "r-1",
     "job_id": "01a21846-6f63-71c7-8a07-71f988ac91fe",

@@ -69,9 +69,20 @@ def test_handler_task_fills_only_unset_options() -> None:
     @router.task("t", queue="low", max_retries=1, timeout=3)
     def t(job: Job) -> None: ...
 
-    assert t.task({"a": 1}) == Task("t", {"a": 1}, queue="low", max_retries=1, timeout=3)
+    assert t.task({"a": 1}) == Task("t", {"a": 1}, queue="low", max_retries=1, timeout=3, priority=0)
     assert t.task(queue="critical", max_retries=0).to_spec().queue == "critical"
     assert t.task(max_retries=0).to_spec().max_retries == 0
+
+
+def test_a_handler_priority_is_the_default_of_its_jobs() -> None:
+    router = Router()
+
+    @router.task("urgent", priority=40)
+    def urgent(job: Job) -> None: ...
+
+    assert urgent.task().to_spec().priority == 40
+    assert urgent.task(priority=-5).to_spec().priority == -5
+    assert urgent.task(priority=0).to_spec().priority == 0
 
 
 @pytest.mark.parametrize(
@@ -82,6 +93,8 @@ def test_handler_task_fills_only_unset_options() -> None:
         ("ok", {"max_retries": -1}, ConfigError),
         ("ok", {"timeout": 0}, ConfigError),
         ("ok", {"retry": 5}, ConfigError),
+        ("ok", {"priority": 101}, ConfigError),
+        ("ok", {"priority": True}, ConfigError),
     ],
 )
 def test_bad_registrations_are_refused(name: str, options: dict[str, object], error: type[Exception]) -> None:

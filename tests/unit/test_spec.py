@@ -57,7 +57,10 @@ def test_explicit_job_id_is_kept() -> None:
      ({"idempotency_key": "has space"}, InvalidName), ({"unique_key": "", "unique_for": 5}, InvalidName),
      ({"meta": {f"k{i}": "v" for i in range(33)}}, InvalidOption), ({"meta": {"bad key": "v"}}, InvalidName),
      ({"max_retries": True}, InvalidOption), ({"delay": "5"}, InvalidOption),
-     ({"max_retries": 2**31}, InvalidOption), ({"max_recoveries": 10_001}, InvalidOption)],
+     ({"max_retries": 2**31}, InvalidOption), ({"max_recoveries": 10_001}, InvalidOption),
+     ({"priority": 101}, InvalidOption), ({"priority": -101}, InvalidOption),
+     ({"priority": 2.0}, InvalidOption), ({"priority": False}, InvalidOption),
+     ({"priority": None}, InvalidOption)],
 )  # fmt: skip
 def test_bad_options(kwargs: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):

@@ -35,12 +35,15 @@ async def test_post_job_takes_every_option(
             "max_retries": 7,
             "timeout": 30.5,
             "idempotency_key": "report-2026-11",
+            "priority": -20,
         },
     )
     assert response.status_code == 201, response.text
     body = response.json()
     assert body["status"] == "scheduled" and body["queue"] == "low"
     job = await broker.get_job(body["id"])
+    assert job.priority == -20
+    assert (await api.get(f"/jobs/{body['id']}")).json()["priority"] == -20
     assert (job.queue, job.max_retries, job.timeout, job.idempotency_key) == (
         "low",
         7,

@@ -109,6 +109,13 @@ def whole(text: str, flag: str) -> int:
     return int(text)
 
 
+def _priority(text: str, flag: str) -> int:
+    """A whole number, maybe negative (its range is checked by the enqueue)."""
+    if not text.lstrip("-").isdigit():
+        raise InvalidOption(f"{flag} must be a whole number from -100 to 100, got {text!r}")
+    return int(text)
+
+
 def _text(text: str, flag: str) -> str:
     return text
 
@@ -166,6 +173,7 @@ FLAGS: dict[str, Flag] = {
     "idempotency_key": Flag("run at most once per key while it is held"),
     "timeout": Flag("how long the handler may run", "DURATION", _duration),
     "max_recoveries": Flag("times the job is taken back from a worker that died (default: 5)", "N", whole),
+    "priority": Flag("-100..100: higher runs sooner within the queue (default: 0)", "N", _priority),
     "job_id": Flag("the job's id, a UUID: enqueueing it again stores nothing", "ID"),
     "meta": Flag("a string tag carried with the job (repeat for more)", "KEY=VALUE", _meta, repeat=True),
     "limit_key": Flag("the job's limit group in its queue", "KEY", group=_LIMITS),

@@ -96,7 +96,7 @@ def show_jobs(jobs: list[Job], more: bool, *, as_json: bool, dead: bool = False)
 def job_table(jobs: list[Job], *, dead: bool = False) -> Any:
     """Jobs as a rich table, one row each; ``dead`` for the dead-letter listing (when they died)."""
     table = rich_module("rich.table").Table()
-    names = ["id", "type", "queue", "attempt", "died" if dead else "created", "last error"]
+    names = ["id", "type", "queue", "priority", "attempt", "died" if dead else "created", "last error"]
     if not dead:
         names.insert(3, "status")
     for name in names:
@@ -107,6 +107,7 @@ def job_table(jobs: list[Job], *, dead: bool = False) -> Any:
             job.id,
             job.type,
             job.queue,
+            str(job.priority),
             f"{job.attempt}/{job.max_retries + 1}",
             when(job.finished_at if dead else job.created_at),
             "-" if error is None else str(error)[:120],
@@ -148,6 +149,7 @@ def detail_table(job: Job) -> Any:
         ("type", job.type),
         ("queue", job.queue),
         ("status", job.status.value),
+        ("priority", str(job.priority)),
         ("attempts", f"{job.attempt} of {job.max_retries + 1}"),
         ("recoveries", f"{job.recoveries} of {job.max_recoveries}"),
         ("created", when(job.created_at)),

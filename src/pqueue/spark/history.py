@@ -34,15 +34,18 @@ JOB_ARROW_SCHEMA = pa.schema(
         pa.field("last_error_message", pa.string()),
         pa.field("payload", pa.string()),
         pa.field("meta", pa.map_(pa.string(), pa.string())),
+        pa.field("priority", pa.int32(), nullable=False),
     ]
 )
-"""The columns of a job row, in order."""
+"""The columns of a job row, in order (``priority``, ADR 0145, last: files exported before
+it existed lack only that column)."""
 
 JOB_SCHEMA_DDL = (
     "id STRING NOT NULL, type STRING NOT NULL, queue STRING NOT NULL, status STRING NOT NULL, "
     "attempt INT NOT NULL, recoveries INT NOT NULL, enqueued_at TIMESTAMP NOT NULL, "
     "started_at TIMESTAMP, finished_at TIMESTAMP, wait_s DOUBLE, run_s DOUBLE, "
-    "last_error_kind STRING, last_error_message STRING, payload STRING, meta MAP<STRING, STRING>"
+    "last_error_kind STRING, last_error_message STRING, payload STRING, meta MAP<STRING, STRING>, "
+    "priority INT NOT NULL"
 )
 """The same schema in Spark's DDL (what ``spark.read.format("pqueue")`` returns)."""
 
@@ -81,4 +84,5 @@ def jobs_to_batch(jobs: Sequence[Job]) -> pa.RecordBatch:
         columns["last_error_message"].append(None if error is None else error.message)
         columns["payload"].append(_payload_text(job))
         columns["meta"].append(list(job.meta.items()))
+        columns["priority"].append(job.priority)
     return pa.RecordBatch.from_pydict(columns, schema=JOB_ARROW_SCHEMA)

@@ -41,6 +41,7 @@ WRITE_OPTIONS = frozenset(
         "runatcolumn",
         "delaycolumn",
         "uniquekeycolumn",
+        "prioritycolumn",
         "uniquefor",
         "uniqueuntil",
         "maxretries",
@@ -60,6 +61,7 @@ JOB_OPTIONS: dict[str, str] = {
     "unique_key": "uniqueKeyColumn",
     "unique_until": "uniqueUntil",
     "max_recoveries": "maxRecoveries",
+    "priority": "priorityColumn",
     "job_id": "idColumn",
 }
 """Each job option (:data:`pqueue.options.OPTION_NAMES`) the writer sets, and the writer
@@ -99,6 +101,7 @@ def _names(known: frozenset[str]) -> str:
         "runatcolumn": "runAtColumn",
         "delaycolumn": "delayColumn",
         "uniquekeycolumn": "uniqueKeyColumn",
+        "prioritycolumn": "priorityColumn",
         "uniquefor": "uniqueFor",
         "uniqueuntil": "uniqueUntil",
         "maxretries": "maxRetries",
@@ -172,6 +175,8 @@ class WriteOptions:
     run_at_column: str | None = None
     delay_column: str | None = None
     unique_key_column: str | None = None
+    priority_column: str | None = None
+    """An integer column: each row's job priority, -100..100 (null: 0; docs/priority.md)."""
     unique_for: float | None = None
     unique_until: str = "ttl"
     """``"done"``: each row's unique key is freed when its job completes (ADR 0152)."""
@@ -227,6 +232,7 @@ class WriteOptions:
             run_at_column=run_at,
             delay_column=delay,
             unique_key_column=unique_column,
+            priority_column=_column(options, "prioritycolumn"),
             unique_for=unique_for,
             unique_until=unique_until,
             max_retries=_int(options, "maxretries", "maxRetries", DEFAULT_MAX_RETRIES, 0),
@@ -239,7 +245,7 @@ class WriteOptions:
     @property
     def option_columns(self) -> tuple[str, ...]:
         """Columns read as job options, so left out of a payload made of the row's columns."""
-        named = (self.run_at_column, self.delay_column, self.unique_key_column)
+        named = (self.run_at_column, self.delay_column, self.unique_key_column, self.priority_column)
         return tuple(c for c in named if c is not None)
 
     @property

@@ -107,12 +107,15 @@ def jobs(batch: pa.RecordBatch, options: WriteOptions) -> Jobs:
     run_ats: list[Any] = [None] * n
     delays: list[Any] = [None] * n
     uniques: list[Any] = [None] * n
+    priorities: list[Any] = [None] * n
     if options.run_at_column:
         run_ats = [_run_at(v, options.run_at_column) for v in batch.column(options.run_at_column).to_pylist()]
     if options.delay_column:
         delays = batch.column(options.delay_column).to_pylist()
     if options.unique_key_column:
         uniques = [None if v is None else str(v) for v in batch.column(options.unique_key_column).to_pylist()]
+    if options.priority_column:
+        priorities = batch.column(options.priority_column).to_pylist()
     tasks = [
         Task(
             options.type,
@@ -122,6 +125,7 @@ def jobs(batch: pa.RecordBatch, options: WriteOptions) -> Jobs:
             delay=delays[i],
             max_retries=options.max_retries,
             max_recoveries=options.max_recoveries,
+            priority=priorities[i],
             timeout=options.timeout,
             unique_key=uniques[i],
             unique_for=None if uniques[i] is None else options.unique_for,

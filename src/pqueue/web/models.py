@@ -31,7 +31,9 @@ from pqueue.spec import (
     KEY_RE,
     MAX_COUNT,
     MAX_PARENTS,
+    MAX_PRIORITY,
     MAX_SECONDS,
+    MIN_PRIORITY,
     PARENT_FAILURE_POLICIES,
     QUEUE_NAME_RE,
     UNIQUE_UNTIL,
@@ -70,6 +72,7 @@ Key = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(KEY_RE)})]
 JobId = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(UUID_RE)})]
 Rate = Annotated[str, Field(json_schema_extra={"pattern": doc_pattern(RATE_RE)})]
 Concurrency = Annotated[int, Field(ge=1, le=MAX_CONCURRENCY), BeforeValidator(_json_number)]
+Priority = Annotated[int, Field(ge=MIN_PRIORITY, le=MAX_PRIORITY), BeforeValidator(_json_number)]
 ParentFailure = Annotated[str, Field(json_schema_extra={"enum": list(PARENT_FAILURE_POLICIES)})]
 UniqueUntil = Annotated[str, Field(json_schema_extra={"enum": list(UNIQUE_UNTIL)})]
 
@@ -130,6 +133,10 @@ class JobIn(BaseModel):
     )
     idempotency_key: Key | None = Field(default=None, description="Run at most once per key.")
     timeout: PositiveSeconds | None = Field(default=None, description="Seconds a handler may run.")
+    priority: Priority | None = Field(
+        default=None,
+        description="-100..100: within its queue, higher runs sooner; default the handler's, else 0.",
+    )
     depends_on: list[JobId] | None = Field(
         default=None,
         max_length=MAX_PARENTS,
@@ -177,7 +184,7 @@ class BatchIn(BaseModel):
     jobs: list[JobIn] = Field(min_length=1, description="The jobs, at most the configured batch size.")
 
 
-class Priority(StrEnum):
+class NamedPriority(StrEnum):
     """Seed 002's named priorities (``POST /task``)."""
 
     HIGH = "high"
@@ -185,10 +192,10 @@ class Priority(StrEnum):
     LOW = "low"
 
 
-PRIORITY_QUEUES: dict[Priority, str] = {
-    Priority.HIGH: "critical",
-    Priority.DEFAULT: "default",
-    Priority.LOW: "low",
+PRIORITY_QUEUES: dict[NamedPriority, str] = {
+    NamedPriority.HIGH: "critical",
+    NamedPriority.DEFAULT: "default",
+    NamedPriority.LOW: "low",
 }
 """The queue each priority means: the worker's default queues (``critical:6,default:3,low:1``),
 so a priority is served by its weight (ADR 0154)."""
@@ -207,8 +214,8 @@ class TaskIn(BaseModel):
 
     type: JobType = Field(description="The job type a worker's router handles.")
     payload: Any = Field(default=None, description="Any JSON value (at most 1 MiB encoded, by default).")
-    priority: Priority = Field(
-        default=Priority.DEFAULT, description="high, default or low: the queue critical, default or low."
+    priority: NamedPriority = Field(
+        default=NamedPriority.DEFAULT, description="high, default or low: the queue critical, default or low."
     )
     execute_at: Timestamp | None = Field(
         default=None, description="When the job is due (RFC 3339 with offset); default now."
@@ -270,6 +277,7 @@ class JobOut(BaseModel):
     max_retries: int
     recoveries: int
     max_recoveries: int
+    priority: int = Field(description="-100..100: within its queue, higher runs sooner.")
     run_at: datetime | None
     created_at: datetime | None
     started_at: datetime | None

@@ -76,6 +76,7 @@ async def _exercise_every_state(open_redis: OpenRedis) -> None:
     await asyncio.sleep(0.2)  # parked on the idle queue for the next 30 s
     parked.cancel()
     await _exercise_dependencies(broker)
+    await broker.enqueue([build_spec("t", "urgent", queue="ranked", priority=5)])  # ADR 0145
     counts = (await broker.counts())["default"]
     assert all(counts[s] >= 1 for s in JobStatus), counts
     # a limit group's lane (ADR 0110): waiting, delayed, running and retrying jobs

@@ -12,7 +12,7 @@ from pqueue.brokers.memory.records import Record
 from pqueue.job import JobStatus
 from pqueue.limits import Limit, LimitState, refill
 
-Entry = tuple[float, int, str]  # (run_at, order, job id), as the store's lines
+Entry = tuple[int, float, int, str]  # (-priority, run_at, order, job id), as the store's lines
 Live = Callable[[Entry], Record | None]
 """The store's check of a line entry: its record if still waiting there, else None."""
 
@@ -69,10 +69,15 @@ class LimitGroups:
             group = groups[rec.limit.key] = Group(rec.queue, rec.limit.key, rec.limit)
         return group
 
-    def line_up(self, rec: Record, entry: Entry) -> None:
+    def note(self, rec: Record) -> Group:
+        """The group of a limited job entering it (due or not): made if new, with its limit."""
         group = self.group(rec)
         group.limit = rec.limit or group.limit
-        heapq.heappush(group.line, entry)
+        return group
+
+    def line_up(self, rec: Record, entry: Entry) -> None:
+        """Put a due job in its group's line."""
+        heapq.heappush(self.note(rec).line, entry)
 
     def status_changed(self, rec: Record, old: JobStatus, new: JobStatus) -> None:
         """Keep the group's active count: every way out of ``active`` gives the slot back."""
@@ -83,11 +88,11 @@ class LimitGroups:
 
     def admit(self, queue: str, now: float, want: int, live: Live, start: Callable[[Record], object]) -> int:
         """Start (``start(rec)``, which makes it active) up to ``want`` due jobs of ``queue``'s
-        groups that their limits let start now, the group whose head has waited longest first,
-        spending their tokens. Returns how many started."""
+        groups that their limits let start now, the group whose head comes first in line
+        (priority, then due time) first, spending their tokens. Returns how many started."""
         taken = 0
         for group in sorted(self._heads(queue, now, live), key=lambda g: g.line[0]):
-            while taken < want and group.line and group.line[0][0] <= now:
+            while taken < want and group.line:
                 rec = live(group.line[0])
                 if rec is None:
                     heapq.heappop(group.line)
@@ -104,12 +109,12 @@ class LimitGroups:
         return taken
 
     def _heads(self, queue: str, now: float, live: Live) -> Iterator[Group]:
-        """Groups of ``queue`` whose first live entry is due (stale heads dropped)."""
+        """Groups of ``queue`` with a due job (stale heads dropped; a line holds due jobs only)."""
         for group in self._groups.get(queue, {}).values():
             line = group.line
             while line and live(line[0]) is None:
                 heapq.heappop(line)
-            if line and line[0][0] <= now:
+            if line:
                 yield group
 
     def ready(self, queues: Iterable[str], now: float, live: Live) -> bool:

@@ -46,6 +46,7 @@ class Record:
     parent_results: dict[str, str | None] | None = None  # parent id -> result JSON
     limit: Limit | None = None
     unique_until_done: bool = False  # free the unique key at completion (ADR 0152)
+    priority: int = 0
 
     @classmethod
     def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
@@ -69,6 +70,7 @@ class Record:
             on_parent_failure=spec.on_parent_failure,
             limit=spec.limit,
             unique_until_done=spec.unique_until == "done",
+            priority=spec.priority,
         )
 
     def to_job(self) -> Job:
@@ -96,6 +98,7 @@ class Record:
             depends_on=self.depends_on,
             parent_results=_results(self.depends_on, self.parent_results),
             limit_key=None if self.limit is None else self.limit.key,
+            priority=self.priority,
         )
 
 

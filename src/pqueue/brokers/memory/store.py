@@ -1,9 +1,10 @@
 """The memory backend's state and its transitions: plain synchronous code under one lock.
 
 Each public method takes the lock once, so every transition is atomic with respect to
-other threads and asyncio tasks. Waiting jobs of a queue sit in a heap ordered by
-(run_at, enqueue order); entries are checked on pop and stale ones dropped, so
-cancel and retry never search the heap.
+other threads and asyncio tasks. Due jobs of a queue sit in a heap ordered by
+(priority descending, run_at, enqueue order); scheduled and retry jobs wait in one heap by
+run_at until they are due and join their line (ADR 0145). Entries are checked on pop and
+stale ones dropped, so cancel and retry never search a heap.
 
 The store holds the records and the hot path (enqueue, claim, settle, recover). Its parts
 act on the same records under the same lock, each with the state only it needs:
@@ -33,7 +34,8 @@ from pqueue.clock import Clock
 from pqueue.errors import JobNotFound
 from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, JobStatus, Lease, append_error
 
-_Entry = tuple[float, int, str]  # (run_at, order, job id)
+_Entry = tuple[int, float, int, str]  # (-priority, run_at, order, job id): a line's order
+_Delayed = tuple[float, int, str]  # (run_at, order, job id): when a waiting job is due
 
 
 class MemoryStore:
@@ -50,7 +52,7 @@ class MemoryStore:
         self.paused: set[str] = set()
         self.limited = LimitGroups()
         self._lines: dict[str, list[_Entry]] = {}
-        self._delayed: list[_Entry] = []
+        self._delayed: list[_Delayed] = []
         self._active: dict[str, Record] = {}
         self._unique: dict[tuple[str, str], tuple[str, float]] = {}  # (queue, key) -> holder
         self._idempotency: dict[str, tuple[str, IdempotencyState, float]] = {}
@@ -84,14 +86,18 @@ class MemoryStore:
         rec.status = status
 
     def line_up(self, rec: Record) -> None:
-        """Put a waiting job in its queue's line (scheduled/retry ones also in the relabel heap)."""
-        entry = (rec.run_at, rec.order, rec.id)
+        """Put a waiting job in its queue's line if it is due (pending), else in the heap of
+        scheduled/retry jobs, from which :meth:`promote_due` lines it up once it is."""
+        if rec.status is not JobStatus.PENDING:
+            heapq.heappush(self._delayed, (rec.run_at, rec.order, rec.id))
+            if rec.limit is not None:
+                self.limited.note(rec)
+            return
+        entry = (-rec.priority, rec.run_at, rec.order, rec.id)
         if rec.limit is not None:
             self.limited.line_up(rec, entry)
         else:
             heapq.heappush(self._lines.setdefault(rec.queue, []), entry)
-        if rec.status is not JobStatus.PENDING:
-            heapq.heappush(self._delayed, entry)
 
     def promote_due(self, now: float, limit: int | None = None) -> int:
         """Scheduled and retry jobs whose time has come -> pending; returns how many moved."""
@@ -111,6 +117,7 @@ class MemoryStore:
                 )
             ):
                 self.set_status(rec, JobStatus.PENDING)
+                self.line_up(rec)
                 moved += 1
         return moved
 
@@ -173,9 +180,8 @@ class MemoryStore:
                 if queue in self.paused:
                     continue
                 line = self._lines.get(queue)
-                while line and len(leases) < limit and line[0][0] <= now:
-                    run_at, order, job_id = heapq.heappop(line)
-                    rec = self._live((run_at, order, job_id))
+                while line and len(leases) < limit:
+                    rec = self._live(heapq.heappop(line))
                     if rec is None:
                         continue  # stale entry: cancelled, purged or re-lined since
                     leases.append(self._lease(rec, now, worker_id, lease_for))
@@ -193,10 +199,10 @@ class MemoryStore:
 
     def _live(self, entry: _Entry) -> Record | None:
         """The record a line entry stands for, if it still waits there (else a stale entry)."""
-        rec = self.jobs.get(entry[2])
-        if rec is None or rec.order != entry[1] or rec.run_at != entry[0] or not rec.status.is_waiting:
+        rec = self.jobs.get(entry[3])
+        if rec is None or rec.order != entry[2] or rec.run_at != entry[1]:
             return None
-        return rec
+        return rec if rec.status is JobStatus.PENDING else None
 
     def _lease(self, rec: Record, now: float, worker_id: str, lease_for: float) -> Lease:
         rec.attempt += 1
@@ -319,9 +325,12 @@ class MemoryStore:
     def has_due(self, queues: Iterable[str]) -> bool:
         now = self.clock.now()
         with self.lock:
+            self.promote_due(now)
             for queue in queues:
                 line = self._lines.get(queue)
-                if line and line[0][0] <= now and queue not in self.paused:
+                while line and self._live(line[0]) is None:
+                    heapq.heappop(line)
+                if line and queue not in self.paused:
                     return True
             return self.limited.ready(queues, now, self._live)
 

@@ -65,8 +65,8 @@ FLUSH_TIMEOUT = 2.0
 
 
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Claimed rows in queue order (pos), then by (run_at, seq) as within a queue."""
-    return (row[0], row[_RUN_AT], row[1])
+    """Claimed rows in queue order (pos), then by (-priority, run_at, seq) as within a queue."""
+    return (row[0], -row[-1], row[_RUN_AT], row[1])
 
 
 _RUN_AT = 4 + JOB_COLUMNS.index("run_at")

@@ -94,8 +94,9 @@ def row_to_job(row: Sequence[Any]) -> Job:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
          result, meta, depends_on, parent_results) = row[:_JOB_WIDTH]  # fmt: skip
-        # queries' {job_columns} end with limit_key; a hand-off row does not carry it
+        # queries' {job_columns} end with limit_key and priority; a hand-off row carries neither
         limit_key = row[_JOB_WIDTH] if len(row) > _JOB_WIDTH else None
+        priority = row[_JOB_WIDTH + 1] if len(row) > _JOB_WIDTH + 1 else 0
         if payload is TOO_DEEP or result is TOO_DEEP:
             raise ValueError("its payload or result is JSON nested too deeply to decode")
         return Job(
@@ -120,6 +121,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
             _meta(meta),
             *_flow(depends_on or (), parent_results),
             limit_key,
+            priority,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptJob(f"job {row[0] if row else None} in Postgres cannot be decoded: {exc}") from exc
@@ -161,6 +163,7 @@ def column_arrays(specs: Sequence[JobSpec], ids: list[str]) -> dict[str, list[An
         "timeout": [s.timeout for s in specs],
         "idempotency_key": [s.idempotency_key for s in specs],
         "meta": [_meta_json(s) for s in specs],
+        "priority": [s.priority for s in specs],
     }
 
 
@@ -260,6 +263,7 @@ def _same_options(spec: JobSpec, first: JobSpec) -> bool:
         and spec.delay == first.delay
         and spec.max_retries == first.max_retries
         and spec.max_recoveries == first.max_recoveries
+        and spec.priority == first.priority
         and spec.timeout == first.timeout
         and spec.idempotency_key == first.idempotency_key
         and (spec.meta is first.meta or spec.meta == first.meta)
@@ -278,6 +282,7 @@ def _options(spec: JobSpec) -> dict[str, Any]:
         "timeout": spec.timeout,
         "idempotency_key": spec.idempotency_key,
         "meta": _meta_json(spec),
+        "priority": spec.priority,
     }
 
 
@@ -333,6 +338,7 @@ class EnqueueBatch:
         c["idempotency_key"].append(spec.idempotency_key)
         c["meta"].append(_meta_json(spec))
         c["unique_until_done"].append(spec.unique_until == "done")
+        c["priority"].append(spec.priority)
         limit = spec.limit
         c["limit_key"].append(None if limit is None else limit.key)
         c["limit_rate"].append(None if limit is None else limit.rate)
@@ -365,5 +371,6 @@ _COLUMNS = (
     "idempotency_key",
     "meta",
     "unique_until_done",
+    "priority",
 )
 _LIMIT_COLUMNS = ("limit_key", "limit_rate", "limit_burst", "limit_concurrency")

@@ -44,7 +44,10 @@ class HeldLease:
 def fits_handoff(spec: JobSpec) -> bool:
     """Whether a hand-off message for ``spec`` is sure to fit a notification. The payload
     goes in as the JSON text it is; other text is counted as if every character needed the
-    longest JSON escape (6 bytes)."""
+    longest JSON escape (6 bytes). A prioritized job is never handed off: the message
+    (migration 0002's {job_json}) does not carry its priority (ADR 0145)."""
+    if spec.priority:
+        return False
     texts = [spec.type, spec.queue, spec.idempotency_key or "", *spec.meta.keys(), *spec.meta.values()]
     escaped = sum(len(text.encode()) + 3 for text in texts)  # + quotes and separators
     verbatim = len(spec.payload_json.encode())

@@ -48,11 +48,11 @@ WITH input AS (
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
         %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[]
+        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[], %(priority)b::int[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
                            meta, limit_key, limit_rate, limit_burst, limit_concurrency,
-                           unique_until_done, ord)
+                           unique_until_done, priority, ord)
 ),
 keys AS (
     -- until_done (migration 0009, ADR 0152): the ack frees the key of a completed job.
@@ -70,13 +70,13 @@ created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
         timeout, unique_key, idempotency_key, meta, limit_key, limit_rate, limit_burst,
-        limit_concurrency
+        limit_concurrency, priority
     )
     SELECT i.id, i.queue, i.type,
            CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
            i.unique_key, i.idempotency_key, i.meta::json, i.limit_key, i.limit_rate,
-           i.limit_burst, i.limit_concurrency
+           i.limit_burst, i.limit_concurrency, i.priority
     FROM input AS i LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
     WHERE i.unique_key IS NULL OR keys.job_id = i.id
     ORDER BY i.ord  -- seq (enqueue order) follows the batch order
@@ -115,11 +115,11 @@ ORDER BY i.ord;
 WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta
+        timeout, idempotency_key, meta, priority
     )
     SELECT i.id, i.queue, i.type, CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
-           i.idempotency_key, i.meta::json
+           i.idempotency_key, i.meta::json, i.priority
     FROM (
         SELECT u.*,
                coalesce(to_timestamp(u.at_epoch), {now} + make_interval(secs => coalesce(u.delay, 0)))
@@ -128,9 +128,9 @@ WITH created AS (
             %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
             %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
             %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-            %(meta)b::text[]
+            %(meta)b::text[], %(priority)b::int[]
         ) WITH ORDINALITY AS u(id, queue, type, payload, at_epoch, delay, max_retries,
-                               max_recoveries, timeout, idempotency_key, meta, ord)
+                               max_recoveries, timeout, idempotency_key, meta, priority, ord)
         ORDER BY u.ord  -- seq (enqueue order) follows the batch order
     ) AS i
     ON CONFLICT (id) DO NOTHING
@@ -165,12 +165,12 @@ WITH due AS (
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta
+        timeout, idempotency_key, meta, priority
     )
     SELECT u.id, %(queue)s::text, %(type)s::text,
            CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            u.payload::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint
     FROM due
     CROSS JOIN unnest(%(id)b::uuid[], %(payload)b::text[]) WITH ORDINALITY AS u(id, payload, ord)
     ORDER BY u.ord  -- seq (enqueue order) follows the batch order
@@ -206,12 +206,12 @@ WITH due AS (
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta
+        timeout, idempotency_key, meta, priority
     )
     SELECT %(id)s::uuid, %(queue)s::text, %(type)s::text,
            CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            %(payload)s::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint
     FROM due
     ON CONFLICT (id) DO NOTHING
     RETURNING j.id, j.queue, j.run_at
@@ -243,9 +243,14 @@ SELECT (SELECT count(*) FROM created) > 0,
 
 -- name: claim
 -- Lease up to %(limit)s due jobs, visiting queues in the given order; within a queue by
--- (run_at, seq). The nested loop stops as soon as the limit is reached, so later queues are
--- not even read (or locked) when earlier ones fill the claim. Each leg is an index range
--- scan of jobs_claim. The caller sorts the rows by (pos, run_at, seq).
+-- (priority DESC, run_at, seq) (ADR 0145). The nested loop stops as soon as the limit is
+-- reached, so later queues are not even read (or locked) when earlier ones fill the claim.
+-- A queue is read in three legs, each stopping once the limit is reached: due jobs above
+-- the default priority (jobs_prioritized, which holds only due jobs with a priority), then
+-- the default priority (an index range scan of jobs_claim, as before priorities), then
+-- those below it. With no prioritized job the first leg is one probe of an empty index. A
+-- prioritized scheduled/retry job is claimable once promoted (workers promote about every
+-- second; migration 0010). The caller sorts the rows by (pos, -priority, run_at, seq).
 -- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
 -- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
 -- again, and the ack that follows is durable, which makes the claim before it durable too.
@@ -271,14 +276,32 @@ picked AS MATERIALIZED (
     SELECT j.id, q.pos
     FROM open_queues AS q
     CROSS JOIN LATERAL (
-        SELECT id FROM {schema}.jobs
-        WHERE queue = q.name
-          AND status IN ('pending', 'scheduled', 'retry')
-          AND run_at <= {now}
-          AND limit_key IS NULL
-        ORDER BY run_at, seq
+        -- Each leg locks in a subquery of its own: FOR UPDATE may not sit beside UNION.
+        SELECT id FROM (
+            SELECT id FROM {schema}.jobs
+            WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
+            ORDER BY priority DESC, run_at, seq
+            LIMIT %(limit)s
+            FOR UPDATE SKIP LOCKED
+        ) AS above
+        UNION ALL
+        SELECT id FROM (
+            SELECT id FROM {schema}.jobs
+            WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND priority = 0
+              AND run_at <= {now} AND limit_key IS NULL
+            ORDER BY run_at, seq
+            LIMIT %(limit)s
+            FOR UPDATE SKIP LOCKED
+        ) AS plain
+        UNION ALL
+        SELECT id FROM (
+            SELECT id FROM {schema}.jobs
+            WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
+            ORDER BY priority DESC, run_at, seq
+            LIMIT %(limit)s
+            FOR UPDATE SKIP LOCKED
+        ) AS below
         LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
     ) AS j
     LIMIT %(limit)s
 ),
@@ -537,12 +560,18 @@ SELECT extract(epoch FROM least(
          ORDER BY run_at
          LIMIT 1
      ) AS h
-     WHERE g.queue IN (SELECT name FROM open_queues) AND NOT g.held)
+     WHERE g.queue IN (SELECT name FROM open_queues) AND NOT g.held),
+    -- a due job with a priority (jobs_prioritized, migration 0010): due now
+    (SELECT {now} WHERE EXISTS (
+        SELECT 1 FROM {schema}.jobs
+        WHERE queue IN (SELECT name FROM open_queues) AND status = 'pending' AND priority <> 0
+          AND limit_key IS NULL))
 ) - {now})::float8
 FROM open_queues AS q
 CROSS JOIN LATERAL (
     SELECT run_at FROM {schema}.jobs
     WHERE queue = q.name AND status IN ('pending', 'scheduled', 'retry') AND limit_key IS NULL
+      AND (priority = 0 OR status <> 'pending')
     ORDER BY run_at
     LIMIT 1
 ) AS d;
@@ -635,8 +664,14 @@ WITH deltas AS MATERIALIZED (
     FROM {schema}.finished_deltas GROUP BY queue, status
 ),
 per AS (
-    SELECT queue, status, count(*) AS n FROM {schema}.jobs
-    WHERE status IN ('pending', 'scheduled', 'retry') GROUP BY queue, status
+    SELECT queue, status, sum(n) AS n FROM (
+        SELECT queue, status, count(*) AS n FROM {schema}.jobs
+        WHERE status IN ('pending', 'scheduled', 'retry') AND (priority = 0 OR status <> 'pending')
+        GROUP BY queue, status
+        UNION ALL
+        SELECT queue, 'pending', count(*) FROM {schema}.jobs  -- due jobs with a priority (0010)
+        WHERE status = 'pending' AND priority <> 0 GROUP BY queue
+    ) AS live GROUP BY queue, status
     UNION ALL
     SELECT queue, 'active', count(*) FROM {schema}.jobs WHERE status = 'active' GROUP BY queue
     UNION ALL
@@ -686,8 +721,22 @@ WITH done AS (
     ) AS f GROUP BY queue
 )
 SELECT q.name,
-    (SELECT extract(epoch FROM {now} - min(j.run_at))::float8 FROM {schema}.jobs AS j
-     WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry') AND j.run_at <= {now}),
+    extract(epoch FROM {now} - least(
+        (SELECT min(j.run_at) FROM {schema}.jobs AS j
+         WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry')
+           AND (j.priority = 0 OR j.status <> 'pending') AND j.run_at <= {now}),
+        -- due jobs with a priority: the first of each level (jobs_prioritized, 0010)
+        (SELECT min(p.run_at) FROM generate_series(-100, 100) AS l(level)
+         CROSS JOIN LATERAL (
+             SELECT j.run_at FROM {schema}.jobs AS j
+             WHERE j.queue = q.name AND j.status = 'pending' AND j.priority = l.level
+               AND j.priority <> 0
+             ORDER BY j.run_at LIMIT 1
+         ) AS p
+         WHERE EXISTS (
+             SELECT 1 FROM {schema}.jobs AS e
+             WHERE e.queue = q.name AND e.status = 'pending' AND e.priority <> 0))
+    ))::float8,
     coalesce(done.n, 0)
 FROM {schema}.queues AS q
 LEFT JOIN done ON done.queue = q.name
@@ -999,24 +1048,24 @@ WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
         timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left,
-        limit_key, limit_rate, limit_burst, limit_concurrency
+        limit_key, limit_rate, limit_burst, limit_concurrency, priority
     )
     SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
            {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
            string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
            cardinality(string_to_array(i.parents, ',')),
-           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency
+           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency, i.priority
     FROM unnest(
         %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
         %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
         %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[]
+        %(limit_concurrency)b::int[], %(priority)b::int[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
                            timeout, idempotency_key, meta, parents, on_parent_failure,
-                           limit_key, limit_rate, limit_burst, limit_concurrency, ord)
+                           limit_key, limit_rate, limit_burst, limit_concurrency, priority, ord)
     ORDER BY i.ord
     ON CONFLICT (id) DO NOTHING
     RETURNING j.id, j.queue, j.limit_key

@@ -25,6 +25,7 @@ from sqlalchemy import (
     MetaData,
     PrimaryKeyConstraint,
     Sequence,
+    SmallInteger,
     Table,
     Text,
     text,
@@ -83,12 +84,21 @@ def _jobs(md: MetaData, schema: str) -> Table:
         Column("limit_rate", Double),
         Column("limit_burst", Double),
         Column("limit_concurrency", Integer),
+        # migration 0010: the job's priority within its queue (ADR 0145)
+        Column("priority", SmallInteger, nullable=False, server_default=text("0")),
         PrimaryKeyConstraint("id", name="jobs_pkey"),
         CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),
         # migration 0007: a token only on an active job (ADR 0131)
         CheckConstraint("lease_token IS NULL OR status = 'active'", name="jobs_token_only_active"),
-        Index("jobs_claim", "queue", "run_at", "seq", postgresql_where=text(_LIVE)),
+        # migration 0010: due jobs with a priority are in jobs_prioritized instead (ADR 0145)
+        Index(
+            "jobs_claim",
+            "queue",
+            "run_at",
+            "seq",
+            postgresql_where=text(f"{_LIVE} AND (priority = 0 OR status <> 'pending')"),
+        ),
         Index("jobs_delayed", "run_at", postgresql_where=text("status IN ('scheduled', 'retry')")),
         Index("jobs_leases", "lease_expires_at", postgresql_where=text("status = 'active'")),
         Index("jobs_finished", "finished_at", postgresql_where=text("status IN ('completed', 'cancelled')")),
@@ -106,6 +116,15 @@ def _jobs(md: MetaData, schema: str) -> Table:
             "queue",
             "limit_key",
             postgresql_where=text("status = 'active' AND limit_key IS NOT NULL"),
+        ),
+        # migration 0010: prioritized jobs only (ADR 0145)
+        Index(
+            "jobs_prioritized",
+            "queue",
+            text("priority DESC"),
+            "run_at",
+            "seq",
+            postgresql_where=text("status = 'pending' AND priority <> 0"),
         ),
         # migration 0008: counts and activity without reading the history (ADR 0139)
         Index("jobs_waiting", "queue", postgresql_where=text("status = 'waiting'")),

@@ -146,7 +146,7 @@ def recover(k: QueueKeys, now: str, limit: int, channel: str, results_channel: s
 
 def promote(k: QueueKeys, now: str, limit: int, channel: str) -> ScriptCall:
     return ScriptCall(
-        "promote", [k.pending, k.scheduled, k.retry], [now, k.job_prefix, limit, channel, k.queue]
+        "promote", [k.pending, k.scheduled, k.retry, k.seq], [now, k.job_prefix, limit, channel, k.queue]
     )
 
 

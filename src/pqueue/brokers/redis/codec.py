@@ -84,6 +84,7 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
             meta={} if meta is None else _string_map(_load(meta)),
             **(_flow(h) if "depends_on" in h else {}),
             limit_key=get("limit_key"),
+            priority=int(get("priority") or 0),
         )
     except (KeyError, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
@@ -122,6 +123,8 @@ def waiting_header(specs: Sequence[JobSpec]) -> str:
         if s.limit is not None:  # kept for its release into the group's lane (ADR 0110)
             job["limit_key"] = s.limit.key
             job["limit"] = s.limit.to_text()
+        if s.priority:
+            job["priority"] = s.priority
         jobs.append(job)
     return _compact(jobs)
 
@@ -154,6 +157,7 @@ _OPTIONAL_COLUMNS: tuple[tuple[str, Callable[[JobSpec], Any]], ...] = (
     ("limit_key", lambda s: None if s.limit is None else s.limit.key),
     ("limit", lambda s: None if s.limit is None else s.limit.to_text()),
     ("unique_done", lambda s: 1 if s.unique_until == "done" else None),
+    ("priority", lambda s: s.priority or None),
 )
 """enqueue.lua's optional columns: name, and a job's value (None: the job does not set it)."""
 
@@ -170,6 +174,7 @@ def _sets_options(spec: JobSpec) -> bool:
         and spec.idempotency_key is None
         and not spec.meta
         and spec.limit is None
+        and not spec.priority
     )
 
 

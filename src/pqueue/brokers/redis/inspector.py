@@ -24,7 +24,7 @@ from pqueue.broker import (
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
 from pqueue.brokers.redis.core import LAYOUT_VERSION, ping, translated
-from pqueue.brokers.redis.keys import QueueKeys
+from pqueue.brokers.redis.keys import QueueKeys, is_prioritized, prioritized
 from pqueue.brokers.redis.limits import RedisLimits
 from pqueue.brokers.redis.scripts import Command, pipelined
 from pqueue.brokers.redis.settle import RedisSettler
@@ -105,26 +105,29 @@ class RedisInspector(RedisSettler, RedisLimits):
                 ("ZCARD", k.dead),
                 ("ZCOUNT", k.cancelled, since, "+inf"),
                 ("ZCARD", k.waiting),
+                ("ZCARD", prioritized(k).pending),  # pending too: prioritized jobs (ADR 0145)
             ]
         found = await self.run_many(commands)
         order = list(JobStatus)  # pending, scheduled, active, retry, completed, dead, cancelled, waiting
-        width = len(order)
-        counts = {
-            queue: dict(zip(order, (int(n) for n in found[i * width : (i + 1) * width]), strict=True))
-            for i, queue in enumerate(queues)
-        }
+        width = len(order) + 1
+        counts = {}
+        for i, queue in enumerate(queues):
+            sizes = [int(n) for n in found[i * width : (i + 1) * width]]
+            sizes[0] += sizes.pop()
+            counts[queue] = dict(zip(order, sizes, strict=True))
         await self.add_lane_counts(counts)  # limited jobs wait and run in lanes (ADR 0110)
         return counts
 
     def _size(self, k: QueueKeys, status: JobStatus, since: str) -> tuple[Any, ...]:
         if status is JobStatus.PENDING:
-            return ("LLEN", k.pending)
+            return ("ZCARD" if is_prioritized(k.pending) else "LLEN", k.pending)
         key = getattr(k, _ZSETS[status])
         return ("ZCOUNT", key, since, "+inf") if status in _RETAINED else ("ZCARD", key)
 
     def _range(self, k: QueueKeys, status: JobStatus, since: str, start: int, count: int) -> tuple[Any, ...]:
         if status is JobStatus.PENDING:
-            return ("LRANGE", k.pending, start, start + count - 1)
+            command = "ZRANGE" if is_prioritized(k.pending) else "LRANGE"
+            return (command, k.pending, start, start + count - 1)
         key = getattr(k, _ZSETS[status])
         if status in _RETAINED:
             return ("ZRANGE", key, since, "+inf", "BYSCORE", "LIMIT", start, count)
@@ -191,15 +194,19 @@ class RedisInspector(RedisSettler, RedisLimits):
         self, queues: list[str], status: JobStatus
     ) -> Steps[list[Command], list[Any], list[QueueKeys]]:
         """The keys a listing of ``status`` reads, in listing order: each queue's own, then
-        for the statuses limited jobs wait and run in, its lanes' (ADR 0110), by limit key."""
+        for the statuses limited jobs wait and run in, its lanes' (ADR 0110), by limit key.
+        A line's prioritized jobs are listed before its pending list (ADR 0145)."""
         if status not in _IN_LANES:
             return [self.queue(q) for q in queues]
         lanes: dict[str, list[str]] = {q: [] for q in queues}
         for queue, limit_key in (yield from self.lanes_steps(queues)):
             lanes[queue].append(limit_key)
-        return [
+        listed = [
             k for q in queues for k in (self.queue(q), *(self.keys_for(q, key) for key in sorted(lanes[q])))
         ]
+        if status is not JobStatus.PENDING:
+            return listed
+        return [line for k in listed for line in (prioritized(k), k)]
 
     def _list_of_type(
         self,
@@ -395,18 +402,18 @@ class RedisInspector(RedisSettler, RedisLimits):
         (finished ones from the rank of ``since``), then their hashes in one pipeline."""
         queues = [q for q in await self.list_queues() if scan.queue in (None, q)]
         for queue in queues:
-            k = self.queue(queue)
             for status in scan.statuses:
-                start = await self._scan_start(k, status, scan.since)
-                while True:
-                    ids = await self._scan_ids(k, status, start, scan.page_size)
-                    start += len(ids)
-                    wanted = [job_id for job_id in ids if in_slice(job_id, scan)]
-                    jobs = [j for j in await self._scan_fetch(queue, wanted, status) if scan.keeps(j)]
-                    if jobs:
-                        yield jobs
-                    if len(ids) < scan.page_size:
-                        break
+                for k in self._scanned_keys(queue, status):
+                    start = await self._scan_start(k, status, scan.since)
+                    while True:
+                        ids = await self._scan_ids(k, status, start, scan.page_size)
+                        start += len(ids)
+                        wanted = [job_id for job_id in ids if in_slice(job_id, scan)]
+                        jobs = [j for j in await self._scan_fetch(queue, wanted, status) if scan.keeps(j)]
+                        if jobs:
+                            yield jobs
+                        if len(ids) < scan.page_size:
+                            break
 
     @translated
     async def _scan_start(self, k: QueueKeys, status: JobStatus, since: float | None) -> int:
@@ -421,10 +428,16 @@ class RedisInspector(RedisSettler, RedisLimits):
         [rank] = await self.run_many([("ZCOUNT", getattr(k, _ZSETS[status]), "-inf", f"({floor}")])
         return int(rank)
 
+    def _scanned_keys(self, queue: str, status: JobStatus) -> list[QueueKeys]:
+        """The keys a scan of ``status`` reads: the queue's, and for pending its prioritized
+        jobs' zset too (ADR 0145)."""
+        k = self.queue(queue)
+        return [prioritized(k), k] if status is JobStatus.PENDING else [k]
+
     @translated
     async def _scan_ids(self, k: QueueKeys, status: JobStatus, start: int, count: int) -> list[str]:
         key = k.pending if status is JobStatus.PENDING else getattr(k, _ZSETS[status])
-        command = "LRANGE" if status is JobStatus.PENDING else "ZRANGE"
+        command = "LRANGE" if status is JobStatus.PENDING and not is_prioritized(key) else "ZRANGE"
         [ids] = await self.run_many([(command, key, start, start + count - 1)])
         return list(ids)
 

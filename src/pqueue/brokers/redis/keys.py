@@ -98,6 +98,22 @@ def queue_keys(prefix: str, queue: str) -> QueueKeys:
     )
 
 
+PRIO_SUFFIX = ":prio"
+"""A line's prioritized jobs live in the zset ``<its pending list>:prio`` (ADR 0145; the Lua
+scripts derive it the same way, ``pq_prio_key`` in lua/_lib.lua)."""
+
+
+def prioritized(k: QueueKeys) -> QueueKeys:
+    """``k`` with ``pending`` naming the zset of its line's prioritized jobs, scored by
+    priority then seq (the inspector lists and counts it beside the pending list)."""
+    return replace(k, pending=k.pending + PRIO_SUFFIX)
+
+
+def is_prioritized(pending: str) -> bool:
+    """Whether a ``pending`` key is a line's prioritized zset (see :func:`prioritized`)."""
+    return pending.endswith(PRIO_SUFFIX)
+
+
 @dataclass(frozen=True, slots=True)
 class GlobalKeys:
     """Keys that belong to no queue."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.core import RedisCore, translated
+from pqueue.brokers.redis.keys import prioritized
 from pqueue.brokers.redis.scripts import Command, pipelined
 from pqueue.job import JobStatus
 from pqueue.limits import Limit, LimitState, refill
@@ -42,13 +43,23 @@ class RedisLimits(RedisCore):
         return [(q, key) for q, keys in zip(queues, listed, strict=True) for key in keys]
 
     async def _lane_sizes(self, lanes: list[Lane]) -> list[tuple[int, int, int, int]]:
-        """Per lane: pending, scheduled, active and retry jobs."""
+        """Per lane: pending (its list and prioritized zset, ADR 0145), scheduled, active and
+        retry jobs."""
         commands: list[tuple[Any, ...]] = []
         for queue, key in lanes:
             k = self.keys_for(queue, key)
-            commands += [("LLEN", k.pending), ("ZCARD", k.scheduled), ("ZCARD", k.active), ("ZCARD", k.retry)]
+            commands += [
+                ("LLEN", k.pending),
+                ("ZCARD", prioritized(k).pending),
+                ("ZCARD", k.scheduled),
+                ("ZCARD", k.active),
+                ("ZCARD", k.retry),
+            ]
         found = [int(n) for n in await self.run_many(commands)] if commands else []
-        return [(found[i], found[i + 1], found[i + 2], found[i + 3]) for i in range(0, len(found), 4)]
+        return [
+            (found[i] + found[i + 1], found[i + 2], found[i + 3], found[i + 4])
+            for i in range(0, len(found), 5)
+        ]
 
     async def add_lane_counts(self, counts: Mapping[str, dict[JobStatus, int]]) -> None:
         """Add the jobs waiting and running in lanes to ``counts`` (per queue and status)."""

@@ -17,6 +17,7 @@ from pqueue.testing.contract.control import CancelRunningContract, PauseContract
 from pqueue.testing.contract.enqueue import EnqueueContract
 from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
+from pqueue.testing.contract.job_priority import JobPriorityContract
 from pqueue.testing.contract.lifecycle import LifecycleContract
 from pqueue.testing.contract.limited_flows import LimitedFlowContract
 from pqueue.testing.contract.limits import LimitsContract
@@ -30,6 +31,7 @@ from pqueue.testing.contract.wakeup import HandoffContract, WakeupContract
 ALL_CONTRACTS = (
     EnqueueContract,
     PriorityContract,
+    JobPriorityContract,
     LifecycleContract,
     RecoveryContract,
     UniqueContract,

@@ -52,6 +52,11 @@ BAD = [
     pytest.param({"job_type": "t", "unique_for": 0}, InvalidOption, id="zero-unique-ttl"),
     pytest.param({"job_type": "t", "meta": {"k": 1}}, InvalidOption, id="non-string-meta"),
     pytest.param({"job_type": "t", "job_id": "my-id"}, InvalidName, id="bad-job-id"),
+    pytest.param({"job_type": "t", "priority": 101}, InvalidOption, id="priority-too-high"),
+    pytest.param({"job_type": "t", "priority": -101}, InvalidOption, id="priority-too-low"),
+    pytest.param({"job_type": "t", "priority": 1.5}, InvalidOption, id="priority-not-int"),
+    pytest.param({"job_type": "t", "priority": True}, InvalidOption, id="priority-bool"),
+    pytest.param({"job_type": "t", "priority": "5"}, InvalidOption, id="priority-text"),
 ]
 
 

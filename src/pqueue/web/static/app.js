@@ -306,7 +306,7 @@ async function loadJob(id) {
   $("#job-cancel").hidden = !CANCELLABLE.includes(job.status);
   const fields = $("#job-fields");
   fields.replaceChildren();
-  for (const name of ["type", "queue", "attempt", "max_retries", "recoveries", "run_at", "created_at", "started_at", "finished_at", "unique_key", "idempotency_key"]) {
+  for (const name of ["type", "queue", "priority", "attempt", "max_retries", "recoveries", "run_at", "created_at", "started_at", "finished_at", "unique_key", "idempotency_key"]) {
     const value = job[name];
     fields.append(el("dt", { text: name }), el("dd", { text: value === null ? "-" : String(value) }));
   }

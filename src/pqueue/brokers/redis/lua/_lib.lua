@@ -43,6 +43,65 @@ local function pq_head_score(zkey)
   return tonumber(head[2])
 end
 
+-- Prioritized jobs (ADR 0145, docs/redis.md). A due job at the default priority 0 waits in
+-- the queue's pending list, as it always did. A due job with a priority waits in the zset
+-- <pending>:prio (the line's "prio" key, same hash tag), scored (100 - priority) * 2^44 +
+-- its seq: lower scores first, so higher priorities first and, within one, enqueue (or
+-- line-entry) order. A line is read in three parts: prio members above the default
+-- (scores below PQ_PRIO_PLAIN), then the list, then the rest of prio (below the default).
+-- A queue that never sets a priority has no prio key, and pays one EXISTS per claim.
+local PQ_PRIO_SPAN = 17592186044416  -- 2^44: seq values stay below it; 201 spans fit in 2^53
+local PQ_PRIO_PLAIN = '(' .. string.format('%d', 100 * PQ_PRIO_SPAN)
+
+local function pq_prio_key(pending)
+  return pending .. ':prio'
+end
+
+local function pq_prio_score(priority, seq)
+  return pq_int((100 - priority) * PQ_PRIO_SPAN + seq)
+end
+
+-- How many ids wait in a line (its list and its prio zset).
+local function pq_line_len(pending)
+  return redis.call('LLEN', pending) + redis.call('ZCARD', pq_prio_key(pending))
+end
+
+-- Put a due job at the tail of its line: the list, or prio by its priority and `seq`.
+local function pq_line_push(pending, id, priority, seq)
+  if priority == 0 then
+    redis.call('RPUSH', pending, id)
+  else
+    redis.call('ZADD', pq_prio_key(pending), pq_prio_score(priority, seq), id)
+  end
+end
+
+-- Take up to `limit` ids from the head of a line (see above), removing them.
+local function pq_line_take(pending, limit)
+  local prio = pq_prio_key(pending)
+  if redis.call('EXISTS', prio) == 0 then
+    return redis.call('LPOP', pending, limit) or {}
+  end
+  local ids = redis.call('ZRANGE', prio, '-inf', PQ_PRIO_PLAIN, 'BYSCORE', 'LIMIT', '0', limit)
+  if #ids > 0 then
+    redis.call('ZREM', prio, unpack(ids))
+  end
+  if #ids < limit then
+    for _, id in ipairs(redis.call('LPOP', pending, limit - #ids) or {}) do
+      ids[#ids + 1] = id
+    end
+  end
+  if #ids < limit then
+    local below = redis.call('ZRANGE', prio, '0', pq_int(limit - #ids - 1))
+    if #below > 0 then
+      redis.call('ZREM', prio, unpack(below))
+      for _, id in ipairs(below) do
+        ids[#ids + 1] = id
+      end
+    end
+  end
+  return ids
+end
+
 -- Sort entries {id, run_at} by run_at, then by the job's enqueue sequence number (read
 -- only to break ties), so equal run_ats keep their enqueue order.
 local function pq_sort_due(entries, job_prefix)
@@ -64,10 +123,11 @@ local function pq_sort_due(entries, job_prefix)
 end
 
 -- Move up to `limit` due jobs (run_at <= now) from the scheduled and retry sets to the
--- tail of pending, by (run_at, enqueue order). Returns how many moved. A set passed as
+-- tail of their line (pending, or prio for a job with a priority: then with a fresh seq
+-- from `seq_key`), by (run_at, enqueue order). Returns how many moved. A set passed as
 -- false is not searched (enqueue.lua, which knows from the set's head that nothing in it
 -- is due).
-local function pq_promote(pending, scheduled, retry, job_prefix, now, limit)
+local function pq_promote(pending, scheduled, retry, seq_key, job_prefix, now, limit)
   local due = {}
   for _, zkey in ipairs({scheduled, retry}) do
     if zkey then
@@ -83,23 +143,36 @@ local function pq_promote(pending, scheduled, retry, job_prefix, now, limit)
   pq_sort_due(due, job_prefix)
   local ids = {}
   local from = {[scheduled] = {}, [retry] = {}}
-  for i = 1, math.min(#due, limit) do
+  local n = math.min(#due, limit)
+  for i = 1, n do
     local id, zkey = due[i][1], due[i][3]
-    ids[#ids + 1] = id
     from[zkey][#from[zkey] + 1] = id
-    redis.call('HSET', job_prefix .. id, 'status', 'pending')
+    local key = job_prefix .. id
+    local priority = tonumber(redis.call('HGET', key, 'priority'))
+    if priority == nil then
+      ids[#ids + 1] = id
+      redis.call('HSET', key, 'status', 'pending')
+    else
+      -- joins prio behind what is due already (a fresh seq, as the list's tail is)
+      local seq = redis.call('INCR', seq_key)
+      redis.call('HSET', key, 'status', 'pending', 'seq', pq_int(seq))
+      pq_line_push(pending, id, priority, seq)
+    end
   end
   for zkey, members in pairs(from) do
     if #members > 0 then
       pq_chunked('ZREM', zkey, members)
     end
   end
-  pq_chunked('RPUSH', pending, ids)
-  return #ids
+  if #ids > 0 then
+    pq_chunked('RPUSH', pending, ids)
+  end
+  return n
 end
 
--- Put jobs back at the head of pending, earliest (run_at, enqueue order) first: they were
--- due before anything behind them. `entries` are {id, run_at}.
+-- Put jobs back at the head of their line, earliest (run_at, enqueue order) first: they
+-- were due before anything behind them. `entries` are {id, run_at}. A job with a priority
+-- goes back into prio under its own seq, so ahead of its equals that entered after it.
 local function pq_push_front(pending, entries, job_prefix)
   if #entries == 0 then
     return
@@ -107,9 +180,18 @@ local function pq_push_front(pending, entries, job_prefix)
   pq_sort_due(entries, job_prefix)
   local reversed = {}
   for i = #entries, 1, -1 do
-    reversed[#reversed + 1] = entries[i][1]
+    local id = entries[i][1]
+    local f = redis.call('HMGET', job_prefix .. id, 'priority', 'seq')
+    local priority = tonumber(f[1])
+    if priority == nil then
+      reversed[#reversed + 1] = id
+    else
+      pq_line_push(pending, id, priority, tonumber(f[2]) or 0)
+    end
   end
-  pq_chunked('LPUSH', pending, reversed)
+  if #reversed > 0 then
+    pq_chunked('LPUSH', pending, reversed)
+  end
 end
 
 -- A lease is current while its job is active and holds the lease's token; anything else
@@ -157,8 +239,8 @@ end
 -- followed by the fields the lease changed (the last value of a field wins), all text.
 local function pq_lease(pending, active, seq_key, job_prefix, now, limit, lease, worker)
   local deadline = now + lease
-  local ids = redis.call('LPOP', pending, limit)
-  if not ids then
+  local ids = pq_line_take(pending, limit)
+  if #ids == 0 then
     return deadline, {}
   end
   local token = redis.call('INCRBY', seq_key, #ids) - #ids
@@ -212,12 +294,12 @@ end
 -- claimer whose broker no longer listens is dropped without a lease: its jobs stay
 -- pending for the wake-up. Returns how many jobs were handed off.
 local function pq_hand_off(pending, active, seq_key, parked, parkers, job_prefix, now, channel_prefix, queue)
-  if redis.call('EXISTS', parked) == 0 or redis.call('LLEN', pending) == 0 then
+  if redis.call('EXISTS', parked) == 0 or pq_line_len(pending) == 0 then
     return 0
   end
   pq_unpark_expired(parked, parkers, now)
   local handed = 0
-  while redis.call('LLEN', pending) > 0 do
+  while pq_line_len(pending) > 0 do
     local found = redis.call('ZRANGE', parked, '(' .. pq_int(now), '+inf', 'BYSCORE', 'LIMIT', 0, 1)
     if #found == 0 then
       break

@@ -46,9 +46,21 @@ local function pq_tokens(bucket, now, rate, burst)
   return math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
 end
 
--- The first job id of a lane's pending list that is still pending there (stale ids, left
--- by a cancel or a purge, are dropped), or nil.
+-- The first job id of a lane's line that is still pending there (stale ids, left by a
+-- cancel or a purge, are dropped), or nil: a prioritized job's (its prio zset's first), else
+-- the pending list's. Its limits are the ones the lane's claim applies.
 local function pq_lane_head(pending, job_prefix)
+  local prio = pq_prio_key(pending)
+  while true do
+    local first = redis.call('ZRANGE', prio, '0', '0')
+    if #first == 0 then
+      break
+    end
+    if redis.call('HGET', job_prefix .. first[1], 'status') == 'pending' then
+      return first[1]
+    end
+    redis.call('ZREM', prio, first[1])
+  end
   while true do
     local id = redis.call('LINDEX', pending, 0)
     if not id then
@@ -97,7 +109,7 @@ local function pq_claim_lanes(lanes, lane_prefix, seq_key, job_prefix, now, want
   for _, key in ipairs(visit) do
     local pending, scheduled = pq_lane(lane_prefix, key, 'pending'), pq_lane(lane_prefix, key, 'scheduled')
     local retry, active = pq_lane(lane_prefix, key, 'retry'), pq_lane(lane_prefix, key, 'active')
-    pq_promote(pending, scheduled, retry, job_prefix, now, promote_limit)
+    pq_promote(pending, scheduled, retry, seq_key, job_prefix, now, promote_limit)
     local head = pq_lane_head(pending, job_prefix)
     local score = nil
     if head ~= nil then
@@ -125,7 +137,7 @@ local function pq_claim_lanes(lanes, lane_prefix, seq_key, job_prefix, now, want
         tokens = tokens - took
         redis.call('HSET', bucket, 'tokens', tostring(tokens), 'at', pq_int(now))
       end
-      if redis.call('LLEN', pending) > 0 then
+      if pq_line_len(pending) > 0 then
         if conc ~= nil and redis.call('ZCARD', active) >= conc then
           score = now + LANE_RECHECK_MS
         elseif rate ~= nil and tokens < 1 then

@@ -20,7 +20,11 @@
 local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local oldest = nil
-for _, id in ipairs(redis.call('LRANGE', KEYS[1], 0, 99)) do
+local firsts = redis.call('LRANGE', KEYS[1], 0, 99)
+for _, id in ipairs(redis.call('ZRANGE', pq_prio_key(KEYS[1]), 0, 99)) do  -- prioritized (ADR 0145)
+  firsts[#firsts + 1] = id
+end
+for _, id in ipairs(firsts) do
   local run_at = tonumber(redis.call('HGET', job_prefix .. id, 'run_at'))
   if run_at ~= nil and (oldest == nil or run_at < oldest) then
     oldest = run_at

@@ -28,7 +28,9 @@ if not status then
   return -1
 end
 if status == 'pending' then
-  redis.call('LREM', KEYS[1], 1, id)
+  if redis.call('ZREM', pq_prio_key(KEYS[1]), id) == 0 then
+    redis.call('LREM', KEYS[1], 1, id)
+  end
 elseif status == 'scheduled' then
   redis.call('ZREM', KEYS[2], id)
 elseif status == 'retry' then

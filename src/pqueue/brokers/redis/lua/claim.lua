@@ -42,7 +42,7 @@ local job_prefix, limit, lease, worker = ARGV[2], tonumber(ARGV[3]), tonumber(AR
 
 redis.call('ZREM', KEYS[6], ARGV[7])
 redis.call('HDEL', KEYS[7], ARGV[7])
-pq_promote(pending, KEYS[2], KEYS[3], job_prefix, now, tonumber(ARGV[6]))
+pq_promote(pending, KEYS[2], KEYS[3], KEYS[5], job_prefix, now, tonumber(ARGV[6]))
 local deadline, out = pq_lease(pending, active, KEYS[5], job_prefix, now, limit, lease, worker)
 if #out < limit and redis.call('EXISTS', KEYS[9]) == 1 then
   local limited = pq_claim_lanes(KEYS[9], ARGV[8], KEYS[5], job_prefix, now, limit - #out, lease, worker,

@@ -32,7 +32,7 @@
 --          idempotency_key, meta (JSON text),  absent when no job sets them, else an
 --          limit_key, limit ("rate burst       array with null for jobs that do not
 --          concurrency", '-' for none),        (a limited batch goes to its lane's keys)
---          unique_done (1 or null)
+--          unique_done (1 or null), priority (null for 0; ADR 0145)
 -- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
@@ -59,13 +59,15 @@ local type_all, types = shared(h['type'])
 local retries_all, retries = shared(h['max_retries'])
 local recoveries_all, recoveries = shared(h['max_recoveries'])
 local run_ats, delays = h['run_at'], h['delay']
+local priorities = h['priority']  -- absent unless a job of the batch has a priority (ADR 0145)
 local unique_keys, unique_fors = h['unique_key'], h['unique_for']
 -- {field, column} for the columns stored as they are. They are absent unless a job of the
 -- batch sets them, and most batches set none: the `or` spares those building the list.
 local optional = {}
-if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit'] then
+if h['timeout'] or h['unique_key'] or h['idempotency_key'] or h['meta'] or h['limit_key'] or h['limit']
+    or h['priority'] then
   -- unique_done (1: unique_until='done', ADR 0152) comes only with a unique_key
-  local names = {'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit', 'unique_done'}
+  local names = {'timeout', 'unique_key', 'idempotency_key', 'meta', 'limit_key', 'limit', 'unique_done', 'priority'}
   for _, name in ipairs(names) do
     if h[name] ~= nil then
       optional[#optional + 1] = {name, h[name]}
@@ -118,7 +120,7 @@ end
 local scheduled_due, retry_due = head ~= nil and head <= now, retry_head ~= nil and retry_head <= now
 local moved = 0
 if scheduled_due or retry_due then
-  moved = pq_promote(pending, scheduled_due and scheduled, retry_due and retry, job_prefix, now,
+  moved = pq_promote(pending, scheduled_due and scheduled, retry_due and retry, KEYS[4], job_prefix, now,
     tonumber(ARGV[5]))
 end
 -- What is left of `unknown` counts new jobs' keys that exist, and promoting may have
@@ -127,7 +129,7 @@ end
 local look_up = unknown > 0 or moved > 0
 
 local seq = redis.call('INCRBY', KEYS[4], n) - n
-local out, due, later, stored = {}, {}, {}, {}
+local out, due, later, stored, ranked = {}, {}, {}, {}, {}
 local earliest = nil
 local unique_index = 7
 
@@ -178,6 +180,8 @@ for i = 1, n do
       if earliest == nil or run_at < earliest then
         earliest = run_at
       end
+    elseif priorities ~= nil and priorities[i] ~= NULL then
+      ranked[#ranked + 1] = {id, priorities[i], seq}
     else
       due[#due + 1] = id
     end
@@ -199,16 +203,24 @@ end
 if #due > 0 then
   pq_chunked('RPUSH', pending, due)
 end
+if #ranked > 0 then  -- due jobs with a priority: one ZADD for the batch (ADR 0145)
+  local scored = {}
+  for _, job in ipairs(ranked) do
+    scored[#scored + 1] = pq_prio_score(job[2], job[3])
+    scored[#scored + 1] = job[1]
+  end
+  pq_chunked('ZADD', pq_prio_key(pending), scored)
+end
 if #later > 0 then
   pq_chunked('ZADD', scheduled, later)
 end
 -- Due jobs left for a wake-up, if pending was empty: all this run pushed, unless parked
 -- claimers took some (without one pq_hand_off would do nothing: its first check).
-local left = moved + #due
+local left = moved + #due + #ranked
 if is_parked then
   pq_hand_off(pending, KEYS[5], KEYS[4], parked, KEYS[7], job_prefix, now, ARGV[7], ARGV[4])
   if was_empty then
-    left = redis.call('LLEN', pending)
+    left = pq_line_len(pending)
   end
 end
 if (was_empty and left > 0) or (earliest ~= nil and (head == nil or earliest < head)) then

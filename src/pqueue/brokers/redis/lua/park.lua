@@ -31,7 +31,7 @@ end
 local pending, parked, parkers = KEYS[1], KEYS[4], KEYS[5]
 local now = pq_now(ARGV[1])
 
-if redis.call('LLEN', pending) > 0 then
+if pq_line_len(pending) > 0 then
   return {1, 0}
 end
 local earliest = nil

@@ -32,23 +32,30 @@ else
   end
 end
 
-local was_empty = redis.call('LLEN', pending) == 0
-pq_promote(pending, KEYS[2], KEYS[3], job_prefix, now, 1000)
-local moved = {}
+local was_empty = pq_line_len(pending) == 0
+pq_promote(pending, KEYS[2], KEYS[3], KEYS[5], job_prefix, now, 1000)
+local moved, requeued = {}, 0  -- moved: to the list; requeued: to prio (ADR 0145)
 for _, id in ipairs(ids) do
   local key = job_prefix .. id
   if redis.call('ZSCORE', dead, id) and redis.call('HGET', key, 'status') == 'dead' then
     redis.call('ZREM', dead, id)
     redis.call('HDEL', key, 'finished_at')
+    local seq = redis.call('INCR', KEYS[5])
     redis.call('HSET', key, 'status', 'pending', 'attempt', 0, 'recoveries', 0, 'run_at', pq_int(now),
-      'seq', pq_int(redis.call('INCR', KEYS[5])))
-    moved[#moved + 1] = id
+      'seq', pq_int(seq))
+    local priority = tonumber(redis.call('HGET', key, 'priority'))
+    if priority == nil then
+      moved[#moved + 1] = id
+    else
+      pq_line_push(pending, id, priority, seq)
+      requeued = requeued + 1
+    end
   end
 end
 if #moved > 0 then
   pq_chunked('RPUSH', pending, moved)
-  if was_empty then
-    redis.call('PUBLISH', ARGV[5], ARGV[6])
-  end
 end
-return #moved
+if #moved + requeued > 0 and was_empty then
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+end
+return #moved + requeued

@@ -77,7 +77,7 @@ for i = 13, #ARGV do
           redis.call('ZADD', scheduled, run_at, id)
         else
           redis.call('HSET', key, 'status', 'pending', 'run_at', pq_int(run_at), 'seq', pq_int(seq))
-          redis.call('RPUSH', pending, id)
+          pq_line_push(pending, id, tonumber(redis.call('HGET', key, 'priority')) or 0, seq)
         end
         woken = true
       end
