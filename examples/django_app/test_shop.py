@@ -135,7 +135,6 @@ def test_run_after_waits(dsn: str, worker: pqueue.Worker) -> None:
     assert done.started_at >= after
 
 
-@pytest.mark.xfail(strict=True, reason="needs the priority option (branch priority)")
 def test_priority_order(dsn: str) -> None:
     for label, priority in [("low", -10), ("plain", 0), ("high", 50), ("top", 100)]:
         tasks.visit.using(priority=priority).enqueue(label)

@@ -44,7 +44,6 @@ TaskResultStatus: Any = _base.TaskResultStatus
 BaseTaskBackend: Any = _backends.BaseTaskBackend
 task_backends: Any = _api.task_backends
 task: Any = _api.task
-DEFAULT_TASK_PRIORITY: int = _base.DEFAULT_TASK_PRIORITY
 
 InvalidTask: Any = getattr(_exceptions, "InvalidTask", None) or _exceptions.InvalidTaskError
 TaskResultDoesNotExist: Any = _exceptions.TaskResultDoesNotExist

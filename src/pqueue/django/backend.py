@@ -101,9 +101,6 @@ class PqueueBackend(_compat.BaseTaskBackend):
     def _job(self, task: Any, args: Any, kwargs: Any) -> JobTask:
         self.validate_task(task)
         payload = payload_of(args, kwargs)  # Django's TypeError/ValueError for non-JSON arguments
-        extra: dict[str, Any] = {}
-        if task.priority != _compat.DEFAULT_TASK_PRIORITY:
-            extra["priority"] = task.priority
         return JobTask(
             task.module_path,
             payload,
@@ -113,7 +110,7 @@ class PqueueBackend(_compat.BaseTaskBackend):
             timeout=getattr(task, "timeout", None),
             unique_for=getattr(task, "unique", None),
             job_id=new_id(),
-            **extra,
+            priority=task.priority,  # Django's -100..100, higher sooner: pqueue's own scale
         )
 
     def _retries(self, task: Any) -> int:
