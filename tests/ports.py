@@ -17,7 +17,8 @@ import socket
 from pathlib import Path
 
 FIRST = 20000
-"""The first port of worker gw0's block; blocks follow one another upwards."""
+"""The first port of block 0: the process that is no xdist worker (a run without xdist, or
+the xdist controller, which starts the shared Redis Cluster). Worker gwN has block N + 1."""
 BLOCK = 250
 """Ports per xdist worker: a test takes one or two, a worker reuses its block round-robin."""
 
@@ -32,10 +33,11 @@ def _ephemeral_low() -> int:
 
 
 def _worker_index() -> int:
-    """0 for gw0 (or a run without xdist), 1 for gw1, ..."""
-    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    digits = name.removeprefix("gw")
-    return int(digits) if digits.isdigit() else 0
+    """This process's block: 0 outside the xdist workers (the controller's servers must not
+    share a block with gw0's tests, which would take a port a moment before the controller
+    binds it), N + 1 for worker gwN."""
+    digits = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+    return int(digits) + 1 if digits.isdigit() else 0
 
 
 def _bindable(port: int) -> bool:

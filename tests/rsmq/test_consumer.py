@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pqueue.errors import BrokerUnreachable
 from pqueue.rsmq import Consumer, InvalidArgument, Rsmq
 from pqueue.rsmq.core import settle
 from pqueue.steps import run_sync
@@ -168,7 +169,8 @@ def test_an_outage_is_one_warning_and_the_consumer_carries_on(
                 server.stop()
                 time.sleep(1.5)  # the slots keep trying against a server that is gone
                 server.start()
-                rsmq.send_message("q", "after the outage")
+                wait_until(lambda: _sent(rsmq, "q", "after the outage"))  # a restarted server
+                # answers LOADING until its AOF is read: this producer waits that out
                 wait_until(lambda: handlers.runs == [("after the outage", 1)])
             running.stop()
     finally:
@@ -176,3 +178,12 @@ def test_an_outage_is_one_warning_and_the_consumer_carries_on(
     lost = [r for r in caplog.records if r.levelno == logging.WARNING and "lost Redis" in r.getMessage()]
     back = [r for r in caplog.records if "is back after" in r.getMessage()]
     assert len(lost) == 1 and len(back) == 1
+
+
+def _sent(rsmq: Rsmq, qname: str, message: str) -> bool:
+    """Send ``message``; False while the server is unreachable (restarting, loading)."""
+    try:
+        rsmq.send_message(qname, message)
+    except BrokerUnreachable:
+        return False
+    return True

@@ -183,8 +183,10 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
     started = time.monotonic()
     feeder = asyncio.create_task(_trickle(dsn, tasks)) if plan.trickle else None
     try:
-        for _ in range(600):  # the workers are up once a job started (at most 30 s)
-            if _starts(record):
+        pids = {w.pid for w in workers}
+        for _ in range(1200):  # every worker is up once it started a job (at most 60 s): a
+            # restart while one is still opening its broker would end it, as it should
+            if {pid for _, pid, _ in _starts(record)} >= pids:
                 break
             await asyncio.sleep(0.05)
         for _ in range(plan.restarts):
@@ -199,9 +201,7 @@ async def run(plan: Plan, server: Server, dsn: str, workdir: Path) -> Outcome:
             restart = Restart(down=back - went)
             outcome.restarts.append(restart)
             async with AsyncClient(dsn) as client:
-                await _resumed(
-                    client, record, {w.pid for w in workers}, back, done_before=done_before, restart=restart
-                )
+                await _resumed(client, record, pids, back, done_before=done_before, restart=restart)
         async with AsyncClient(dsn) as client:
             while time.monotonic() - started < plan.timeout:
                 outcome.completed, outcome.dead = await _completed(client)
