@@ -226,7 +226,9 @@ def test_manage_py_worker_drains_on_sigterm(dsn: str) -> None:
     statuses = {tasks.visit.get_result(r.id).status for r in quick}
     assert statuses <= {_compat.TaskResultStatus.SUCCESSFUL, _compat.TaskResultStatus.READY}  # none held
     worker = _manage_py_worker(dsn)  # the next worker runs whatever the drain handed back
+    ready = tasks.visit.enqueue("ready")  # and this one, so it is serving before its SIGTERM
     try:
         assert {finished(tasks.visit, r.id).return_value for r in quick} == {"quick0", "quick1", "quick2"}
+        assert finished(tasks.visit, ready.id).return_value == "ready"
     finally:
         assert _stop(worker) == 0
