@@ -19,9 +19,8 @@ from pqueue.brokers.sqlite import migrate, sql
 from tests.worker.conftest import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
-migrate_module = importlib.import_module(
-    "pqueue.brokers.sqlite.migrate"
-)  # the package's `migrate` is the function
+# the module: the package's own `migrate` is the function
+migrate_module = importlib.import_module("pqueue.brokers.sqlite.migrate")
 JOBS = 30
 
 
