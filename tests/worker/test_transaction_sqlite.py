@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import pqueue
 from pqueue import AsyncClient, Job, JobStatus, LeaseLost, Router
 from pqueue.broker import FullBroker
 from pqueue.clock import ManualClock
@@ -192,3 +193,28 @@ async def test_a_lease_lost_before_the_block_rolls_the_handlers_row_back(
         await eventually(lambda: raised, what="the zombie's LeaseLost")
     assert job.recoveries == 1
     assert rows_of(effects) == [(job_id, "run 1")]
+
+
+@only_backends("sqlite")
+async def test_async_blocks_waiting_for_the_lock_do_not_stall_the_loop(
+    client: AsyncClient, make_worker: MakeWorker, effects: str
+) -> None:
+    """Several async handlers open blocks at once on one worker: each waits for the file's
+    writer lock off the event loop, so the block holding it (which needs the loop to get to
+    its commit) finishes, and every job completes without an error."""
+    router = Router()
+    entered: list[str] = []
+
+    @router.task("turns")
+    async def turns(job: Job) -> None:
+        async with job.transaction() as conn:
+            entered.append(job.id)
+            conn.execute(INSERT, [job.id, "turns"])
+            await asyncio.sleep(0.05)  # the loop must run for this block to reach its commit
+
+    async with running(make_worker(router, concurrency=4)):
+        ids = [r.id for r in await client.enqueue_many([pqueue.Task("turns", {}) for _ in range(4)])]
+        jobs = [await settled(client, job_id) for job_id in ids]
+    assert [job.status for job in jobs] == [JobStatus.COMPLETED] * 4
+    assert all(job.errors == () for job in jobs) and sorted(entered) == sorted(ids)
+    assert sorted(job_id for job_id, _ in rows_of(effects)) == sorted(ids)
