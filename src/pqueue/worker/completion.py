@@ -87,7 +87,7 @@ def _capable(broker: FullBroker) -> CompletionTransactions:
         return broker
     raise NotSupported(
         f"{type(broker).__name__} cannot complete a job in a database transaction: it lacks the "
-        f"{Capability.TRANSACTIONAL_COMPLETION.value!r} capability (Postgres has it; "
+        f"{Capability.TRANSACTIONAL_COMPLETION.value!r} capability (Postgres and SQLite have it; "
         "docs/delivery-semantics.md)",
         capability=Capability.TRANSACTIONAL_COMPLETION.value,
     )

@@ -4,17 +4,23 @@ the writer lock only for a moment, and the workers finish every job meanwhile.""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pqueue import AsyncClient, JobStatus, Task
-from pqueue.brokers.sqlite import migrate
+from pqueue.brokers.sqlite import migrate, sql
 from tests.worker.conftest import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
+# the module: the package's own `migrate` is the function
+migrate_module = importlib.import_module("pqueue.brokers.sqlite.migrate")
 JOBS = 30
 
 
@@ -27,7 +33,7 @@ def _run(*args: str, record: Path) -> subprocess.Popen[bytes]:
 async def test_a_second_migrate_while_workers_run_is_safe(tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path}/jobs.db"
     record = tmp_path / "runs.log"
-    assert migrate(dsn) == [1]
+    assert migrate(dsn) == [1, 2]
     worker = _run(
         "worker", "tests.worker.apps.crash_app:router", "--dsn", dsn, "--concurrency", "4", record=record
     )
@@ -47,3 +53,31 @@ async def test_a_second_migrate_while_workers_run_is_safe(tmp_path: Path) -> Non
         worker.send_signal(signal.SIGTERM)
         _, err = await asyncio.to_thread(worker.communicate, timeout=60)
     assert worker.returncode == 0, err.decode()
+
+
+async def test_a_version_1_file_is_upgraded_and_keeps_its_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file made before 0002_unique_until_done: ``migrate`` applies 0002 alone, the job
+    stored before it is still there, and a key held until done is freed by its ack."""
+    dsn = f"sqlite:///{tmp_path}/old.db"
+    with monkeypatch.context() as old:
+        old.setattr(migrate_module, "migrations", lambda: sql.migrations()[:1])
+        old.setattr(migrate_module, "latest_version", lambda: 1)
+        assert migrate(dsn) == [1]
+        with sqlite3.connect(tmp_path / "old.db") as conn:
+            conn.execute(
+                "INSERT INTO unique_keys (queue, key, job_id, expires_at) VALUES ('q', 'k', 'j', 1e12)"
+            )
+    assert migrate(dsn) == [2]
+    async with AsyncClient(dsn) as client:
+        first = await client.enqueue("crm:sync", {}, unique_key="crm", unique_for=3600, unique_until="done")
+        assert first.created
+        [lease] = await client.broker.claim(["default"], worker_id="w", limit=1, lease_for=30)
+        assert await client.broker.ack([lease]) == [True]
+        again = await client.enqueue("crm:sync", {}, unique_key="crm", unique_for=3600, unique_until="done")
+        assert again.created and again.id != first.id
+    with sqlite3.connect(tmp_path / "old.db") as conn:
+        assert conn.execute("SELECT job_id, until_done FROM unique_keys WHERE key = 'k'").fetchall() == [
+            ("j", 0)
+        ]

@@ -6,12 +6,14 @@ connection thread; the statements are in ``queries.sql`` and the operations' bod
 clock's when there is one, else the host's (the file has no clock of its own; every
 process on the host reads the same one). Idle claimers, result waiters and cancel inboxes
 sleep on one poller of ``PRAGMA data_version`` per broker (ADR 0148). ADR 0147 records the
-design and the capability this backend does not declare (hand-off).
+design and the capability this backend does not declare (hand-off); ADR 0151 the
+completion of a job in the handler's own transaction (:mod:`.completion`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -36,6 +38,7 @@ from pqueue.broker_control import CANCEL_REASON, cancel_reason, control_queue
 from pqueue.broker_flows import wait_delay
 from pqueue.broker_schedules import ScheduleInfo, check_registration
 from pqueue.brokers.sqlite import admin, flows, store
+from pqueue.brokers.sqlite.completion import AsyncAck, HandlerTransactions, SyncAck
 from pqueue.brokers.sqlite.config import SqliteConfig
 from pqueue.brokers.sqlite.connection import Database, Work
 from pqueue.brokers.sqlite.sql import latest_version
@@ -60,7 +63,14 @@ Txn = tuple[Work[Any], bool]
 class SqliteBroker:
     """The SQLite backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
 
-    capabilities = frozenset({Capability.WAKEUP, Capability.CROSS_PROCESS, Capability.TRANSACTIONAL_ENQUEUE})
+    capabilities = frozenset(
+        {
+            Capability.WAKEUP,
+            Capability.CROSS_PROCESS,
+            Capability.TRANSACTIONAL_ENQUEUE,
+            Capability.TRANSACTIONAL_COMPLETION,
+        }
+    )
 
     def __init__(self, config: SqliteConfig, *, clock: Clock | None = None) -> None:
         self.config = config
@@ -68,6 +78,7 @@ class SqliteBroker:
         self._db: Database | None = None
         self._poller = Poller(config)
         self._cancel_seen: int | None = None
+        self._completions = HandlerTransactions(config, self.now_sync)
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> SqliteBroker:
@@ -108,6 +119,8 @@ class SqliteBroker:
         self._db = db
 
     async def close(self) -> None:
+        self._completions.close()
+        self._completions = HandlerTransactions(self.config, self.now_sync)
         self._poller.close()
         self._poller = Poller(self.config)
         db, self._db = self._db, None
@@ -155,6 +168,15 @@ class SqliteBroker:
         from pqueue.brokers.sqlite.transactional import enqueue_in
 
         return enqueue_in(conn, specs, clock=self.clock)
+
+    def ack_transaction(self, conn: Any = None) -> contextlib.AbstractAsyncContextManager[AsyncAck]:
+        """A transaction on the file (on ``conn``, or a connection of the broker's) in which
+        ``job.transaction()`` completes its job (ADR 0151; pqueue.brokers.sqlite.completion)."""
+        return self._completions.transaction(conn)
+
+    def ack_transaction_sync(self, conn: Any = None) -> contextlib.AbstractContextManager[SyncAck]:
+        """As :meth:`ack_transaction`, blocking, for sync handlers on their threads."""
+        return self._completions.transaction_sync(conn)
 
     async def claim(
         self, queues: Sequence[str], *, worker_id: str, limit: int, lease_for: float

@@ -1,6 +1,6 @@
 """Rows of the SQLite jobs and workers tables to pqueue objects.
 
-Job rows come as tuples in :data:`JOB_COLUMNS` order, then ``limit_key``; times are REAL
+Job rows come as tuples in :data:`JOB_COLUMNS` order, then ``limit_key`` and ``priority``; times are REAL
 epoch seconds and JSON columns TEXT. A row that cannot be decoded raises
 :class:`~pqueue.errors.CorruptJob` naming the job.
 """
@@ -39,7 +39,8 @@ JOB_COLUMNS = (
     "depends_on",
     "parent_results",
 )
-"""The columns a :class:`Job` is read from (the Postgres backend's order), then ``limit_key``."""
+"""The columns a :class:`Job` is read from (the Postgres backend's order), then ``limit_key``
+and ``priority`` (as the Postgres queries' ``{job_columns}`` end)."""
 
 _STATUSES = {status.value: status for status in JobStatus}
 
@@ -53,7 +54,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
     try:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
-         result, meta, depends_on, parent_results, limit_key) = row  # fmt: skip
+         result, meta, depends_on, parent_results, limit_key, priority) = row  # fmt: skip
         parents = tuple(json.loads(depends_on)) if depends_on else ()
         results = _json(parent_results) or {}
         meta_map = json.loads(meta) if meta else {}
@@ -82,6 +83,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
             depends_on=parents,
             parent_results={p: results[p] for p in parents if p in results},
             limit_key=limit_key,
+            priority=priority,
         )
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise CorruptJob(f"job {row[0] if row else None} in SQLite cannot be decoded: {exc}") from exc

@@ -129,16 +129,32 @@ def transact(conn: sqlite3.Connection, work: Work[T], *, write: bool, wait: floa
     (a consistent snapshot) for a read. Rolled back on any error. On a ``spin`` connection,
     a busy file is tried again with short sleeps for up to ``wait`` seconds: the transaction
     was rolled back, so it is repeated whole (a write's lock is taken at its ``BEGIN``)."""
+    return spinning(lambda: _once(conn, work, write), wait=wait)
+
+
+def spinning(attempt: Callable[[], T], *, wait: float) -> T:
+    """``attempt()``, tried again after short sleeps while the file is busy, for up to
+    ``wait`` seconds (an attempt that met a busy file must have left nothing behind)."""
     deadline = time.monotonic() + wait
     pause = SPIN_FIRST
     while True:
         try:
-            return _once(conn, work, write)
+            return attempt()
         except sqlite3.OperationalError as exc:
             if not _busy(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(pause * (0.5 + random.random()))
         pause = min(pause * 2, SPIN_MOST)
+
+
+def begin_write(conn: sqlite3.Connection, *, wait: float) -> None:
+    """``BEGIN IMMEDIATE`` on a ``spin`` connection: the writer lock, waited for as
+    :func:`transact` waits, then held until the caller commits or rolls back."""
+
+    def begin() -> None:
+        conn.execute("BEGIN IMMEDIATE")
+
+    spinning(begin, wait=wait)
 
 
 def _once(conn: sqlite3.Connection, work: Work[T], write: bool) -> T:

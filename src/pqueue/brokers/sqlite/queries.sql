@@ -3,7 +3,7 @@
 -- A block starts with `-- name: <name>` and a comment saying what it does. Statements are
 -- small: an operation runs several of them inside one BEGIN IMMEDIATE transaction on a
 -- local file, where a statement costs microseconds, not a network round trip (ADR 0147).
---   {job_columns}  the columns a Job is decoded from (codec.JOB_COLUMNS), then limit_key
+--   {job_columns}  the columns a Job is decoded from (codec.JOB_COLUMNS), then limit_key, priority
 -- Parameters are sqlite3 named placeholders (:name). :now is the broker's time in epoch
 -- seconds, read once per transaction. Id lists arrive as JSON arrays (:ids) read with
 -- json_each.
@@ -25,9 +25,24 @@ SELECT job_id, expires_at FROM unique_keys WHERE queue = :queue AND key = :key;
 
 
 -- name: unique_take
--- Take (or take over an expired) unique key for a job.
-INSERT INTO unique_keys (queue, key, job_id, expires_at) VALUES (:queue, :key, :job_id, :expires_at)
-ON CONFLICT (queue, key) DO UPDATE SET job_id = excluded.job_id, expires_at = excluded.expires_at;
+-- Take (or take over an expired) unique key for a job; :until_done 1 frees it when the job
+-- completes (unique_until='done', ADR 0152).
+INSERT INTO unique_keys (queue, key, job_id, expires_at, until_done)
+VALUES (:queue, :key, :job_id, :expires_at, :until_done)
+ON CONFLICT (queue, key) DO UPDATE SET
+    job_id = excluded.job_id, expires_at = excluded.expires_at, until_done = excluded.until_done;
+
+
+-- name: unique_done
+-- Free the unique keys (a JSON array of [queue, key, job id]) of completed jobs that hold
+-- them until done, each only while it still names that job (ADR 0152).
+DELETE FROM unique_keys
+WHERE until_done = 1 AND EXISTS (
+    SELECT 1 FROM json_each(:held) AS h
+    WHERE unique_keys.queue = json_extract(h.value, '$[0]')
+      AND unique_keys.key = json_extract(h.value, '$[1]')
+      AND unique_keys.job_id = json_extract(h.value, '$[2]')
+);
 
 
 -- name: insert_job
@@ -107,14 +122,14 @@ RETURNING lease_token, lease_expires_at, {job_columns};
 
 -- name: ack
 -- Complete leased jobs with their results in one statement: :leases is a JSON array of
--- [id, token, result JSON text or null]. Returns each completed job's id and whether it has
--- children to settle.
+-- [id, token, result JSON text or null]. Returns each completed job's id, whether it has
+-- children to settle, and its queue and unique key (to free a key held until done).
 UPDATE jobs SET
     status = 'completed', finished_at = :now, result = json_extract(p.value, '$[2]'),
     lease_token = NULL, lease_expires_at = NULL
 FROM json_each(:leases) AS p
 WHERE jobs.id = json_extract(p.value, '$[0]') AND jobs.lease_token = json_extract(p.value, '$[1]')
-RETURNING id, has_children;
+RETURNING id, has_children, queue, unique_key;
 
 
 -- name: leased

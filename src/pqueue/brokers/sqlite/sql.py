@@ -17,7 +17,7 @@ from pqueue.brokers.sqlite.codec import JOB_COLUMNS
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
-JOB_COLUMNS_EXPRESSION = ", ".join((*JOB_COLUMNS, "limit_key"))
+JOB_COLUMNS_EXPRESSION = ", ".join((*JOB_COLUMNS, "limit_key", "priority"))
 
 
 @dataclass(frozen=True, slots=True)

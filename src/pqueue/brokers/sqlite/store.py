@@ -47,7 +47,7 @@ def job_params(spec: JobSpec, now: float, seq: int, *, waiting: bool = False) ->
     return {
         "id": spec.id,
         "seq": seq,
-        "priority": int(getattr(spec, "priority", 0) or 0),
+        "priority": spec.priority,
         "status": status,
         "queue": spec.queue,
         "type": spec.type,
@@ -92,7 +92,13 @@ def enqueue(
                 results.append(EnqueueResult(str(held[0]), False))
                 continue
             conn.execute(
-                Q["unique_take"], {**slot, "job_id": spec.id, "expires_at": now + (spec.unique_for or 0)}
+                Q["unique_take"],
+                {
+                    **slot,
+                    "job_id": spec.id,
+                    "expires_at": now + (spec.unique_for or 0),
+                    "until_done": int(spec.unique_until == "done"),
+                },
             )
         taken.add(spec.id)
         rows.append(job_params(spec, now, seq + i, waiting=spec.id in waiting))
@@ -166,8 +172,11 @@ def ack(
     results = results_json or [None] * len(leases)
     triples = [[lease.job.id, token_of(lease), result] for lease, result in zip(leases, results, strict=True)]
     rows = conn.execute(Q["ack"], {"leases": json.dumps(triples), "now": now}).fetchall()
-    done = {str(job_id) for job_id, _ in rows}
-    flows.settle(conn, [str(job_id) for job_id, has_children in rows if has_children], now)
+    done = {str(job_id) for job_id, *_ in rows}
+    flows.settle(conn, [str(job_id) for job_id, has_children, *_ in rows if has_children], now)
+    held = [[queue, key, job_id] for job_id, _, queue, key in rows if key is not None]
+    if held:  # plain acks run nothing more
+        conn.execute(Q["unique_done"], {"held": json.dumps(held)})
     out: list[bool] = []
     for lease in leases:  # a lease given twice settles once
         out.append(lease.job.id in done)

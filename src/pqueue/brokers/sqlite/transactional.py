@@ -19,7 +19,8 @@ from pqueue.errors import InvalidRequest
 from pqueue.job import EnqueueResult, JobSpec
 
 
-def _dbapi(conn: Any) -> sqlite3.Connection:
+def dbapi(conn: Any, call: str = "enqueue_in") -> sqlite3.Connection:
+    """The sqlite3 connection under ``conn`` (itself, or a SQLAlchemy Connection/Session's)."""
     if isinstance(conn, sqlite3.Connection):
         return conn
     connection = getattr(conn, "connection", None)  # SQLAlchemy Session.connection() / Connection
@@ -31,14 +32,13 @@ def _dbapi(conn: Any) -> sqlite3.Connection:
     if isinstance(raw, sqlite3.Connection):
         return raw
     raise InvalidRequest(
-        "enqueue_in needs a sqlite3.Connection or a SQLAlchemy Connection/Session on sqlite, "
-        f"got {type(conn)!r}"
+        f"{call} needs a sqlite3.Connection or a SQLAlchemy Connection/Session on sqlite, got {type(conn)!r}"
     )
 
 
 def enqueue_in(conn: Any, specs: Sequence[JobSpec], *, clock: Clock | None = None) -> list[EnqueueResult]:
     """Store ``specs`` on ``conn``'s transaction (one is begun if none is open yet)."""
-    raw = _dbapi(conn)
+    raw = dbapi(conn)
     if not raw.in_transaction:
         raw.execute("BEGIN")
     now = clock.now() if clock is not None else time.time()
