@@ -86,6 +86,11 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except (RedisError, RedisClusterException, OSError) as exc:
             honour_lost_cancel(task, cancels)
             raise core.translate(exc) from (None if unreachable(exc) or cluster.reconfiguring(exc) else exc)
+        except RuntimeError as exc:
+            if not closed_transport(exc):
+                raise
+            honour_lost_cancel(task, cancels)
+            raise core.translate(RedisConnectionError("Connection closed by server.")) from None
         honour_lost_cancel(task, cancels)
         core.health.ok(sent_at)
         return result
@@ -96,6 +101,18 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 def unreachable(exc: BaseException) -> bool:
     """Whether a driver error means the server could not be reached (vs. a refused command)."""
     return isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError)
+
+
+def closed_transport(exc: RuntimeError) -> bool:
+    """Whether ``exc`` is uvloop's refusal to write on a connection the server reset.
+
+    redis-py's cluster client writes on a pooled connection without checking it first (its
+    single-server pool does check), so after a node was killed the first command on each
+    of that node's old connections meets a closed uvloop transport: a RuntimeError ('...
+    the handler is closed'), not an OSError. redis-py drops that connection; the call
+    failed for want of the server, like any other lost connection.
+    """
+    return "the handler is closed" in str(exc)
 
 
 def address(url: str) -> str:
