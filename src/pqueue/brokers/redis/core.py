@@ -71,7 +71,17 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     and host:port, else BrokerError), report the server's reachability to its
     :class:`~pqueue.brokers.health.ServerHealth`, and never let a cancellation go missing.
     Decorates methods of :class:`RedisCore` and its subclasses (``args[0]``)."""
+    return _translating(fn, keyless=False)
 
+
+def translated_keyless(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """:func:`translated` for a method that sends only keyless commands (``TIME``): on a
+    cluster such a command goes to any node, so its reply does not end an outage of the
+    node that serves a queue's slot (a worker would log 'back' and then 'lost' again)."""
+    return _translating(fn, keyless=True)
+
+
+def _translating(fn: Callable[P, Awaitable[R]], *, keyless: bool) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         core: RedisCore = args[0]  # type: ignore[assignment]
@@ -92,7 +102,8 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             honour_lost_cancel(task, cancels)
             raise core.translate(RedisConnectionError("Connection closed by server.")) from None
         honour_lost_cancel(task, cancels)
-        core.health.ok(sent_at)
+        if not (keyless and core.options.cluster):
+            core.health.ok(sent_at)
         return result
 
     return wrapper
