@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pqueue.testing.faults.restarts import QUEUE, RestartContract, Server
+from pqueue.testing.faults.restarts import QUEUE, Mode, Plan, RestartContract, Server
 from tests.conftest import missing
 from tests.private_cluster import PrivateRedisCluster, RestartOf
 
@@ -40,4 +40,8 @@ def pqueue_restart_server() -> Iterator[tuple[Server, str]]:
 
 
 class TestRedisClusterRestarts(RestartContract):
-    pass
+    def restart_plan(self, mode: Mode) -> Plan:
+        """A 10 s lease: a master started again refuses its slots' commands for 2 s
+        (Redis's rejoin delay) after the 1 s it was down, an outage as long as the
+        default 3 s lease; the lease must outlast it for no ack to be lost."""
+        return Plan(mode=mode, lease=10.0, timeout=60.0)
