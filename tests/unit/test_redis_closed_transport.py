@@ -17,7 +17,9 @@ import struct
 import pytest
 
 pytest.importorskip("redis")
-uvloop = pytest.importorskip("uvloop")
+pytest.importorskip("uvloop")
+
+import uvloop
 
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.core import RedisCore, translated

@@ -59,7 +59,8 @@ def test_serve_on_a_cluster_dsn_answers_the_dashboard_and_metrics(dsn: str) -> N
         page = http.get("jobs", params={"status": "pending", "queue": QUEUES[-1]}, headers=auth).json()
         assert [job["payload"] for job in page["jobs"]] == list(range(len(QUEUES)))
         assert http.get("workers", headers=auth).json()["workers"] == []
-        queues = {q["name"]: q["jobs"].get("pending", 0) for q in http.get("queues", headers=auth).json()["queues"]}
+        listed = http.get("queues", headers=auth).json()["queues"]
+        queues = {q["name"]: q["jobs"].get("pending", 0) for q in listed}
         assert queues == pending
 
         metrics = http.get("metrics", headers=auth)
