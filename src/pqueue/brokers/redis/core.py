@@ -156,7 +156,8 @@ class OutageReporter:
 
     def lost(self, error: BaseException) -> None:
         if self.armed:
-            self.health.lost(describe(error))
+            settling = cluster.REJOIN_SETTLE if cluster.reconfiguring(error) else 0.0
+            self.health.lost(describe(error), settling=settling)
 
     async def first_failure(self, error: BaseException) -> None:
         """Raise :class:`BrokerUnreachable` at once, instead of retrying for seconds, if
