@@ -161,7 +161,8 @@ def test_a_failure_just_after_an_outage_ended_is_its_tail_unless_it_lasts(
         health.lost("The cluster is down", settling=0.0)
         health.ok()
     records = [(r.levelname, r.getMessage().split(" (")[0]) for r in caplog.records]
-    assert [level for level, _ in records] == ["WARNING", "INFO", "DEBUG", "DEBUG", "DEBUG", "WARNING", "INFO"]
+    levels = [level for level, _ in records]
+    assert levels == ["WARNING", "INFO", "DEBUG", "DEBUG", "DEBUG", "WARNING", "INFO"]
     assert records[5][1] == "lost Redis Cluster at 127.0.0.1:1"
 
 
