@@ -144,6 +144,16 @@ class PrivateRedisCluster:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
 
+    def shutdown(self, port: int) -> None:
+        """Stop one node cleanly: SIGTERM (a master first lets its replicas catch up)."""
+        proc = self._procs.pop(port)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+    def no_failover(self, replica_port: int) -> None:
+        """Tell a replica never to take over from its master (``cluster-replica-no-failover``)."""
+        _cli(replica_port, "CONFIG", "SET", "cluster-replica-no-failover", "yes")
+
     def wait_taken_over(self, killed: int, key: str, timeout: float = READY_TIMEOUT) -> None:
         """Wait until a replica serves ``key``'s slot in place of the killed master on port
         ``killed`` (about the node timeout and an election), and the cluster is ok again."""
@@ -170,7 +180,7 @@ class PrivateRedisCluster:
 
 
 class FailoverOf:
-    """The restart scenario's server (tests/restart_scenario.py) as a cluster failover of the
+    """The restart scenario's server (pqueue.testing.faults.restarts) as a cluster failover of the
     master that serves ``key``: ``stop`` fails it over gracefully to its replica (``CLUSTER
     FAILOVER``), ``kill`` SIGKILLs it; ``start`` waits for the cluster to be ok again and
     starts a killed node again (it rejoins as a replica)."""
@@ -193,6 +203,28 @@ class FailoverOf:
             self.cluster.start_node(self.killed)
             self.killed = None
             self.cluster.wait_ok()
+
+
+class RestartOf:
+    """The restart scenario's server as a restart of the master that serves ``key``, in
+    place: its replica is told not to take over, ``stop`` shuts the master down (SIGTERM),
+    ``kill`` SIGKILLs it, and ``start`` starts it again on its own data and waits until
+    every node reports the cluster ok. The slot has no master while it is down."""
+
+    def __init__(self, cluster: PrivateRedisCluster, key: str) -> None:
+        self.cluster = cluster
+        self.port = cluster.master_of(key)
+        cluster.no_failover(cluster.replica_of(self.port))
+
+    def stop(self) -> None:
+        self.cluster.shutdown(self.port)
+
+    def kill(self) -> None:
+        self.cluster.kill(self.port)
+
+    def start(self) -> None:
+        self.cluster.start_node(self.port)
+        self.cluster.wait_ok()
 
 
 def _stop_on(signum: int, frame: object) -> None:

@@ -141,3 +141,37 @@ def test_psycopg_pool_chatter_is_folded_into_debug(caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.DEBUG, logger="psycopg.pool"):
         pool_log.warning("error connecting in %r: %s", "pqueue/x", "connection refused")
     assert [r.levelname for r in caplog.records] == ["DEBUG"]
+
+
+def test_a_failure_just_after_an_outage_ended_is_its_tail_unless_it_lasts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Redis Cluster master that came back answers CLUSTERDOWN for a moment while it
+    rejoins: seen as 'back' then 'lost (The cluster is down)' within 0.1 s of one restart.
+    Within ``settling`` of the end of an outage, such a failure is logged at DEBUG, and as
+    a WARNING only once it outlasts ``settling`` or something else fails meanwhile."""
+    health = ServerHealth("Redis Cluster at 127.0.0.1:1")
+    with caplog.at_level(logging.DEBUG, logger="pqueue.broker"):
+        health.lost("connection refused")
+        health.ok()
+        health.lost("The cluster is down", settling=60.0)  # the tail
+        assert health.down
+        health.ok()
+        health.lost("The cluster is down", settling=60.0)  # a tail that outlasts settling
+        health.lost("The cluster is down", settling=0.0)
+        health.ok()
+    records = [(r.levelname, r.getMessage().split(" (")[0]) for r in caplog.records]
+    levels = [level for level, _ in records]
+    assert levels == ["WARNING", "INFO", "DEBUG", "DEBUG", "DEBUG", "WARNING", "INFO"]
+    assert records[5][1] == "lost Redis Cluster at 127.0.0.1:1"
+
+
+def test_a_failure_long_after_an_outage_is_a_new_one(caplog: pytest.LogCaptureFixture) -> None:
+    health = ServerHealth("Redis Cluster at 127.0.0.1:1")
+    with caplog.at_level(logging.DEBUG, logger="pqueue.broker"):
+        health.lost("connection refused")
+        health.ok()
+        health.back_at = time.monotonic() - 10  # the outage ended 10 s ago
+        health.lost("The cluster is down", settling=2.0)
+        health.ok()
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO", "WARNING", "INFO"]

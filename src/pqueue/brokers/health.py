@@ -153,7 +153,7 @@ class ServerHealth:
     attribute read while the server is up.
     """
 
-    __slots__ = ("_lock", "cause", "down_since", "name")
+    __slots__ = ("_lock", "back_at", "cause", "down_since", "name", "quiet")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -162,6 +162,10 @@ class ServerHealth:
         """Monotonic time the current outage was first noticed, or None while reachable."""
         self.cause = ""
         """The cause of the current (or last) outage."""
+        self.back_at: float | None = None
+        """Monotonic time the last outage ended, or None."""
+        self.quiet = False
+        """The current outage is the tail of the last one (see :meth:`lost`): logged at DEBUG."""
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, object]) -> ServerHealth:
@@ -171,12 +175,28 @@ class ServerHealth:
     def down(self) -> bool:
         return self.down_since is not None
 
-    def lost(self, cause: str) -> None:
-        """A command failed for want of the server; the first report of an outage logs it."""
+    def lost(self, cause: str, *, settling: float = 0.0) -> None:
+        """A command failed for want of the server; the first report of an outage logs it.
+
+        ``settling`` (seconds): a failure this soon after the last outage ended is that
+        outage's tail, not a new one -- a Redis Cluster master that came back answers
+        ``CLUSTERDOWN`` for a moment while the other nodes take it in. It is logged at
+        DEBUG, and becomes a WARNING only if it lasts longer than ``settling``.
+        """
+        now = time.monotonic()
         with self._lock:
             if self.down_since is not None:
-                return
-            self.down_since, self.cause = time.monotonic(), cause
+                if not (self.quiet and now - self.down_since > settling):
+                    return
+                self.quiet = False  # the tail outlasted the settling time: a real outage
+                cause, since = self.cause, self.down_since
+            else:
+                since, self.cause = now, cause
+                self.down_since = since
+                self.quiet = settling > 0 and self.back_at is not None and now - self.back_at < settling
+                if self.quiet:
+                    log.debug("%s is settling (%s)", self.name, cause)
+                    return
         log.warning("lost %s (%s); retrying until it is back", self.name, cause)
 
     def ok(self, sent_at: float | None = None) -> None:
@@ -192,9 +212,15 @@ class ServerHealth:
             return
         with self._lock:
             since, self.down_since = self.down_since, None
+            quiet, self.quiet = self.quiet, False
+            self.back_at = time.monotonic()
         if since is not None:
-            log.info(
-                "%s is back after %.1fs (it was gone: %s)", self.name, time.monotonic() - since, self.cause
+            log.log(
+                logging.DEBUG if quiet else logging.INFO,
+                "%s is back after %.1fs (it was gone: %s)",
+                self.name,
+                time.monotonic() - since,
+                self.cause,
             )
 
 

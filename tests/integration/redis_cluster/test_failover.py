@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import restart_scenario
+from pqueue.testing.faults import restarts as restart_scenario
 from tests.conftest import missing
 from tests.private_cluster import FailoverOf, PrivateRedisCluster
 

@@ -25,7 +25,7 @@ from pqueue.brokers.redis import calls
 from pqueue.brokers.redis.codec import decode_lease, pairs, to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.control import RedisControl
-from pqueue.brokers.redis.core import translated
+from pqueue.brokers.redis.core import translated, translated_keyless
 from pqueue.brokers.redis.flows import RedisFlows
 from pqueue.brokers.redis.handoff import HeldJob, parse_handoff
 from pqueue.brokers.redis.hub import RedisLink, flush
@@ -168,7 +168,7 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @translated
+    @translated_keyless
     async def now(self) -> float:
         if self.clock is not None:
             return self.clock.now()

@@ -60,6 +60,13 @@ NODE_CONNECTIONS = 64
 a command fails instead of waiting); pqueue's ``pool_size`` raises it, never lowers it."""
 
 
+REJOIN_SETTLE = 2.0
+"""Seconds after an outage during which the cluster's reconfiguring replies are its tail:
+a master started again refuses its slots for 2 s while it rejoins (Redis's writable
+delay), and other nodes may answer ``CLUSTERDOWN`` until they take it in. Logged at DEBUG
+(see :meth:`pqueue.brokers.health.ServerHealth.lost`); a WARNING if it lasts longer."""
+
+
 def reconfiguring(exc: BaseException) -> bool:
     """Whether ``exc`` says the cluster is reconfiguring (or unreachable as a whole)."""
     if isinstance(exc, RECONFIGURING):

@@ -71,7 +71,17 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     and host:port, else BrokerError), report the server's reachability to its
     :class:`~pqueue.brokers.health.ServerHealth`, and never let a cancellation go missing.
     Decorates methods of :class:`RedisCore` and its subclasses (``args[0]``)."""
+    return _translating(fn, keyless=False)
 
+
+def translated_keyless(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """:func:`translated` for a method that sends only keyless commands (``TIME``): on a
+    cluster such a command goes to any node, so its reply does not end an outage of the
+    node that serves a queue's slot (a worker would log 'back' and then 'lost' again)."""
+    return _translating(fn, keyless=True)
+
+
+def _translating(fn: Callable[P, Awaitable[R]], *, keyless: bool) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         core: RedisCore = args[0]  # type: ignore[assignment]
@@ -86,8 +96,14 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except (RedisError, RedisClusterException, OSError) as exc:
             honour_lost_cancel(task, cancels)
             raise core.translate(exc) from (None if unreachable(exc) or cluster.reconfiguring(exc) else exc)
+        except RuntimeError as exc:
+            if not closed_transport(exc):
+                raise
+            honour_lost_cancel(task, cancels)
+            raise core.translate(RedisConnectionError("Connection closed by server.")) from None
         honour_lost_cancel(task, cancels)
-        core.health.ok(sent_at)
+        if not (keyless and core.options.cluster):
+            core.health.ok(sent_at)
         return result
 
     return wrapper
@@ -96,6 +112,18 @@ def translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 def unreachable(exc: BaseException) -> bool:
     """Whether a driver error means the server could not be reached (vs. a refused command)."""
     return isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError)
+
+
+def closed_transport(exc: RuntimeError) -> bool:
+    """Whether ``exc`` is uvloop's refusal to write on a connection the server reset.
+
+    redis-py's cluster client writes on a pooled connection without checking it first (its
+    single-server pool does check), so after a node was killed the first command on each
+    of that node's old connections meets a closed uvloop transport: a RuntimeError ('...
+    the handler is closed'), not an OSError. redis-py drops that connection; the call
+    failed for want of the server, like any other lost connection.
+    """
+    return "the handler is closed" in str(exc)
 
 
 def address(url: str) -> str:
@@ -128,7 +156,8 @@ class OutageReporter:
 
     def lost(self, error: BaseException) -> None:
         if self.armed:
-            self.health.lost(describe(error))
+            settling = cluster.REJOIN_SETTLE if cluster.reconfiguring(error) else 0.0
+            self.health.lost(describe(error), settling=settling)
 
     async def first_failure(self, error: BaseException) -> None:
         """Raise :class:`BrokerUnreachable` at once, instead of retrying for seconds, if
