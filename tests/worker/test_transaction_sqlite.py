@@ -218,3 +218,33 @@ async def test_async_blocks_waiting_for_the_lock_do_not_stall_the_loop(
     assert [job.status for job in jobs] == [JobStatus.COMPLETED] * 4
     assert all(job.errors == () for job in jobs) and sorted(entered) == sorted(ids)
     assert sorted(job_id for job_id, _ in rows_of(effects)) == sorted(ids)
+
+
+@only_backends("sqlite")
+async def test_async_blocks_on_their_own_connections_wait_off_the_loop(
+    client: AsyncClient, make_worker: MakeWorker, effects: str
+) -> None:
+    """The same with connections the async handlers made (on the loop's thread): the wait
+    for the lock used to block the loop, so the block holding the lock could not reach its
+    commit until the waiter's own sqlite3 timeout ran out, and that job failed."""
+    router = Router()
+
+    @router.task("own-turns")
+    async def own_turns(job: Job) -> None:
+        conn = sqlite3.connect(effects, isolation_level=None, timeout=5)
+        try:
+            async with job.transaction(conn):
+                conn.execute(INSERT, [job.id, "own turns"])
+                await asyncio.sleep(0.3)  # the loop must run for this block to reach its commit
+        finally:
+            conn.close()
+
+    async with running(make_worker(router, concurrency=3)):
+        started = asyncio.get_running_loop().time()
+        ids = [r.id for r in await client.enqueue_many([pqueue.Task("own-turns", {}) for _ in range(3)])]
+        jobs = [await settled(client, job_id) for job_id in ids]
+        took = asyncio.get_running_loop().time() - started
+    assert [job.status for job in jobs] == [JobStatus.COMPLETED] * 3
+    assert all(job.errors == () for job in jobs), [job.errors for job in jobs]
+    assert sorted(job_id for job_id, _ in rows_of(effects)) == sorted(ids)
+    assert took < 4.5  # three 0.3 s blocks in turn; a blocked loop waits out 5 s timeouts

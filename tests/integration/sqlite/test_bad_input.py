@@ -113,3 +113,23 @@ async def test_another_schema_version_says_run_pqueue_migrate(folder: Path) -> N
     await _refused(dsn, SchemaError, "newer than this pqueue")
     _one_line(_cli("migrate", "--dsn", dsn, cwd=folder), "newer than this pqueue")
     assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("path", [":memory:", "file:jobs.db?mode=memory"])
+async def test_an_in_memory_database_is_refused_not_made_a_file(folder: Path, path: str) -> None:
+    # sqlite:///:memory: used to make a file named ':memory:' in the working directory
+    with pytest.raises(ConfigError, match="memory://") as info:
+        pqueue.connect(f"sqlite:///{path}")
+    assert "\n" not in str(info.value)
+    result = _cli("migrate", "--dsn", "sqlite:///:memory:", cwd=folder)
+    _one_line(result, "memory://")
+    assert _snapshot(folder) == {}
+
+
+def test_a_busy_timeout_sqlite_cannot_hold_is_one_line_and_makes_no_file(folder: Path) -> None:
+    # 1e306 s used to end in an OverflowError traceback after creating an empty file; a value
+    # over 2**31 - 1 ms read back as 0 in SQLite (no wait at all)
+    for value in ("1e306", "2147484"):
+        result = _cli("migrate", "--dsn", f"sqlite:///jobs.db?busy_timeout={value}", cwd=folder)
+        _one_line(result, "busy_timeout must be at most")
+    assert _snapshot(folder) == {}

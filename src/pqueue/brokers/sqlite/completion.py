@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from pqueue.brokers.sqlite import store
 from pqueue.brokers.sqlite.config import SqliteConfig
-from pqueue.brokers.sqlite.connection import begin_write, connect, translated
+from pqueue.brokers.sqlite.connection import begin_write, begin_write_async, connect, translated
 from pqueue.brokers.sqlite.transactional import dbapi
 from pqueue.errors import InvalidRequest
 from pqueue.job import Lease
@@ -157,6 +157,16 @@ class HandlerTransactions:
             self._begin(raw)
         return raw
 
+    async def _passed_async(self, conn: Any) -> sqlite3.Connection:
+        """:meth:`_passed` for an async handler: its connection lives on the loop's thread,
+        so the wait for the file's lock must not block the loop."""
+        raw = dbapi(conn, "job.transaction(conn)")
+        _same_file(raw, self.config)
+        if not raw.in_transaction:
+            with translated(self.config):
+                await begin_write_async(raw, wait=self.config.busy_timeout)
+        return raw
+
     # -- the seam (pqueue.broker.CompletionTransactions) --------------------------------
 
     @contextlib.asynccontextmanager
@@ -164,7 +174,7 @@ class HandlerTransactions:
         """Begin (on ``conn``, or a connection of the broker's); commit on a clean exit,
         else roll back."""
         if conn is not None:
-            raw = self._passed(conn)
+            raw = await self._passed_async(conn)
             try:
                 yield AsyncAck(conn, raw, self.config, self.now, off_loop=False)
             except BaseException:

@@ -50,6 +50,11 @@ class SqliteConfig:
         path = unquote(parts.path[1:]) if parts.path.startswith("/") else unquote(parts.path)
         if not path or path.endswith("/"):
             raise ConfigError(f"SQLite DSN {dsn!r} names no file: use sqlite:///pqueue.db")
+        if path == ":memory:" or path.startswith("file:"):
+            raise ConfigError(
+                f"SQLite DSN {dsn!r} names no file that workers could share: for an in-process "
+                "store use memory://, for SQLite a path such as sqlite:///pqueue.db"
+            )
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         refuse_unknown_options("sqlite", query, OPTIONS, source="DSN parameter")
         refuse_unknown_options("sqlite", options or {}, OPTIONS, source="keyword option")
@@ -60,7 +65,7 @@ class SqliteConfig:
         return cls(
             path=path,
             retention=_seconds("retention", given.get("retention", DEFAULT_RETENTION)),
-            busy_timeout=_seconds("busy_timeout", given.get("busy_timeout", 10.0)),
+            busy_timeout=_busy_timeout(given.get("busy_timeout", 10.0)),
             synchronous=synchronous,
         )
 
@@ -73,3 +78,16 @@ def _seconds(name: str, value: object) -> float:
     if not math.isfinite(number) or number < 0:
         raise ConfigError(f"sqlite broker: {name} must be a finite number of seconds >= 0, got {value!r}")
     return number
+
+
+MAX_BUSY_TIMEOUT = (2**31 - 1) / 1000
+"""SQLite keeps its busy timeout in an int of milliseconds: a larger value reads back as 0."""
+
+
+def _busy_timeout(value: object) -> float:
+    seconds = _seconds("busy_timeout", value)
+    if seconds > MAX_BUSY_TIMEOUT:
+        raise ConfigError(
+            f"sqlite broker: busy_timeout must be at most {MAX_BUSY_TIMEOUT:g} seconds, got {value!r}"
+        )
+    return seconds

@@ -157,6 +157,29 @@ def begin_write(conn: sqlite3.Connection, *, wait: float) -> None:
     spinning(begin, wait=wait)
 
 
+async def begin_write_async(conn: sqlite3.Connection, *, wait: float) -> None:
+    """:func:`begin_write` for a connection on the event loop's thread (one an async handler
+    passed): the file's lock is waited for with ``asyncio.sleep``, never a blocking sleep
+    or SQLite's own busy handler, so the loop keeps serving heartbeats and other handlers
+    meanwhile. The connection's busy timeout is put back afterwards."""
+    (previous,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        deadline = time.monotonic() + wait
+        pause = SPIN_FIRST
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, SPIN_MOST)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
+
+
 def _once(conn: sqlite3.Connection, work: Work[T], write: bool) -> T:
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     try:
