@@ -27,6 +27,13 @@ def test_startup_nodes_prefix_and_options_are_read() -> None:
     assert opts.url == "redis://u:pw@10.0.0.1:7000/?socket_timeout=3"
 
 
+def test_ipv6_startup_nodes_keep_their_brackets() -> None:
+    # the first node's URL was rebuilt without them: 'Port could not be cast'
+    opts = RedisOptions.parse("redis+cluster://u:pw@[::1]:7000,[fe80::2]:7001/", {})
+    assert opts.nodes == (("::1", 7000), ("fe80::2", 7001))
+    assert opts.url == "redis://u:pw@[::1]:7000/"
+
+
 def test_a_tls_cluster_takes_the_tls_options() -> None:
     opts = RedisOptions.parse("rediss+cluster://h:7000?ssl_cert_reqs=none", {})
     assert opts.nodes == (("h", 7000),)

@@ -145,7 +145,8 @@ def cluster_nodes(dsn: str) -> tuple[tuple[tuple[str, int], ...], str]:
             )
         nodes.append((host.strip("[]"), int(port)))
     first_host, first_port = nodes[0]
-    first = f"{credentials}{at}{first_host}:{first_port}"
+    bracketed = f"[{first_host}]" if ":" in first_host else first_host  # an IPv6 address
+    first = f"{credentials}{at}{bracketed}:{first_port}"
     return tuple(nodes), f"{CLUSTER_SCHEMES[scheme.lower()]}://{first}{sep}{tail}"
 
 

@@ -113,12 +113,19 @@ class RedisLimits(RedisCore):
         commands: list[tuple[Any, ...]] = []
         for queue, key in lanes:
             k = self.keys_for(queue, key)
-            commands += [("LINDEX", k.pending, 0), ("ZRANGE", k.scheduled, 0, 0), ("ZRANGE", k.retry, 0, 0)]
+            commands += [
+                ("ZRANGE", prioritized(k).pending, 0, 0),
+                ("LINDEX", k.pending, 0),
+                ("ZRANGE", k.scheduled, 0, 0),
+                ("ZRANGE", k.retry, 0, 0),
+            ]
         found = await self.run_many(commands)
         heads: list[tuple[str, str] | None] = []
         for n, (queue, _) in enumerate(lanes):
-            pending, scheduled, retry = found[3 * n : 3 * n + 3]
-            first = pending or next(iter(scheduled), None) or next(iter(retry), None)
+            prio, pending, scheduled, retry = found[4 * n : 4 * n + 4]
+            first = (
+                next(iter(prio), None) or pending or next(iter(scheduled), None) or next(iter(retry), None)
+            )
             heads.append(None if first is None else (queue, first))
         wanted = [("HGET", self.queue(q).job(i), "limit") for q, i in filter(None, heads)]
         texts = iter(await self.run_many(wanted) if wanted else [])

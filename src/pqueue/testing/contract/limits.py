@@ -211,6 +211,13 @@ class LimitsContract:
         assert (a.active, a.waiting, a.concurrency) == (0, 2, 2)
         assert (rated_group.waiting, rated_group.rate, rated_group.tokens) == (1, 5.0, 1.0)
 
+    async def test_limit_groups_show_the_limits_of_prioritized_jobs(self, broker: FullBroker) -> None:
+        """A group whose waiting jobs all carry a priority shows its limits too (Redis keeps
+        such jobs out of the lane's plain list, ADR 0145)."""
+        await put_limited(broker, A, 2, priority=5)
+        groups = {g.key: g for g in await broker.limit_groups() if g.queue == "default"}
+        assert (groups["tenant-a"].waiting, groups["tenant-a"].concurrency) == (2, 2)
+
     async def test_limit_groups_list_groups_with_live_jobs_only(self, broker: FullBroker) -> None:
         """A group is listed while it has a waiting or active job, on every backend; once its
         last job has finished or been cancelled it is not, even while the broker still keeps
