@@ -138,6 +138,7 @@ BAD_INPUT = [
     ("create_queue", ("q2",), {"maxsize": True}, "maxsize must be"),
     ("send_message", ("q", b"bytes"), {}, "must be a str, got bytes"),
     ("send_message", ("q", 42), {}, "must be a str, got int"),
+    ("send_message", ("q", "a\ud800b"), {}, "cannot be encoded as UTF-8"),  # was a UnicodeEncodeError
     ("send_message", ("q", "m"), {"delay": -5}, "delay must be"),
     ("receive_message", ("q",), {"vt": "30"}, "vt must be .* got '30'"),
     ("delete_message", ("q", "short"), {}, "message id 'short'"),

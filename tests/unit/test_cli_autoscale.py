@@ -86,3 +86,13 @@ def test_children_do_not_inherit_the_autoscale_setting(monkeypatch: pytest.Monke
     monkeypatch.setenv("PQUEUE_AUTOSCALE", "1:4")
     args = resolve(build_parser().parse_args(["worker", APP, "--dsn", DSN]))
     assert "PQUEUE_AUTOSCALE" not in child_env(args)
+
+
+@pytest.mark.parametrize("flag", ["--autoscale-interval", "--autoscale-cooldown", "--autoscale-backlog"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e10"])
+def test_an_endless_threshold_is_refused_by_the_parser(flag: str, value: str) -> None:
+    # inf used to pass, and the autoscaler thread then died on its first wait (OverflowError),
+    # leaving the pool at MIN for good
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["worker", APP, "--autoscale", "1:2", flag, value])
+    assert exc.value.code == 2

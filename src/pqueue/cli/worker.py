@@ -51,17 +51,22 @@ def prefetch_count(text: str) -> int | None:
     return value
 
 
+LARGEST = 1_000_000.0
+"""The largest threshold or interval the autoscale flags take: ``inf`` (or 1e10) would pass
+``> 0`` and then overflow the autoscaler thread's waits, leaving the pool at MIN."""
+
+
 def positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise ValueError(f"must be > 0, got {text}")
+    if not 0 < value <= LARGEST:
+        raise ValueError(f"must be > 0 and at most {LARGEST:,.0f}, got {text}")
     return value
 
 
 def seconds(text: str) -> float:
     value = float(text)
-    if not value >= 0:
-        raise ValueError(f"must be >= 0 seconds, got {text}")
+    if not 0 <= value <= LARGEST:
+        raise ValueError(f"must be >= 0 and at most {LARGEST:,.0f} seconds, got {text}")
     return value
 
 

@@ -63,6 +63,13 @@ def message(value: object) -> str:
             ": decode it (or base64-encode binary data) first" if isinstance(value, bytes | bytearray) else ""
         )
         raise InvalidArgument(f"message must be a str, got {type(value).__name__}{hint}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: Redis stores UTF-8 bytes
+        raise InvalidArgument(
+            f"message is not valid text: {exc.object[exc.start : exc.end]!r} at index {exc.start} "
+            "cannot be encoded as UTF-8"
+        ) from None
     return value
 
 
