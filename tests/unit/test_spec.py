@@ -87,3 +87,18 @@ def test_unique_until_is_ttl_or_done_and_done_needs_a_ttl() -> None:
         build_spec("t", unique_for=60, unique_until="forever")
     with pytest.raises(InvalidOption, match="needs unique_for"):
         build_spec("t", unique_until="done")
+
+
+def test_build_specs_makes_what_build_spec_makes_for_each_payload() -> None:
+    """``build_specs`` fills ``JobSpec`` positionally for speed: every shared option must
+    land in its own field, as ``build_spec`` (keywords) puts it."""
+    from pqueue.spec import build_spec, build_specs
+
+    ids = ["01a21b3b-d861-70e9-9387-eb78f331705a", "01a21b3b-d861-70e9-9387-eb78f331705b"]
+    shared = dict(
+        queue="q", delay=5.0, max_retries=7, max_recoveries=2, priority=-9, timeout=3.0,
+        unique_for=60.0, unique_until="done", meta={"k": "v"},
+    )  # fmt: skip
+    many = build_specs("t", [{"a": 1}, {"a": 2}], job_ids=ids, **shared)  # type: ignore[arg-type]
+    one = [build_spec("t", {"a": n}, job_id=i, **shared) for n, i in zip((1, 2), ids, strict=True)]  # type: ignore[arg-type]
+    assert many == one
