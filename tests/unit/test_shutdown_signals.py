@@ -51,3 +51,28 @@ def test_quick_second_ctrl_c_forces_exit() -> None:
     clock.now += 0.05
     handlers.handle(signal.SIGINT)
     assert exits == [128 + signal.SIGINT]
+
+
+def test_leaving_after_a_sigterm_waits_for_its_second_delivery_with_the_handler_on() -> None:
+    """A drain can end between `timeout`'s two kill() calls: the copy sent to the process
+    group used to meet the default handler again and kill the drained process (exit 143)."""
+    clock = FakeClock()
+    waited: list[tuple[float, object]] = []
+    handlers = ShutdownSignals(
+        lambda: None, exit=lambda code: None, clock=clock,
+        sleep=lambda s: waited.append((s, signal.getsignal(signal.SIGTERM))),
+    )  # fmt: skip
+    with handlers:
+        handlers.handle(signal.SIGTERM)
+        clock.now += 0.1
+    assert len(waited) == 1 and 0 < waited[0][0] <= 0.5
+    assert waited[0][1] == handlers.handle  # still ours while it waits
+
+
+def test_leaving_without_a_signal_or_after_ctrl_c_does_not_wait() -> None:
+    waited: list[float] = []
+    with ShutdownSignals(lambda: None, exit=lambda code: None, sleep=waited.append):
+        pass
+    with ShutdownSignals(lambda: None, exit=lambda code: None, sleep=waited.append) as handlers:
+        handlers.handle(signal.SIGINT)
+    assert waited == []

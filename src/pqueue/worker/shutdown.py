@@ -26,6 +26,10 @@ log = logging.getLogger("pqueue.worker")
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 DUPLICATE_WITHIN = 1.0  # seconds: a repeated SIGTERM this soon is the same request delivered twice
+DUPLICATE_WAIT = 0.5
+"""Seconds at most that leaving the context waits after a SIGTERM for its second delivery:
+a drain can end between ``timeout``'s two ``kill()`` calls (on a loaded machine), and a
+copy landing after the default handler is back would kill the drained process (exit 143)."""
 
 
 def forced_exit_code(signum: int) -> int:
@@ -42,10 +46,12 @@ class ShutdownSignals:
         *,
         exit: Callable[[int], Any] = os._exit,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         self.on_stop = on_stop
         self.exit = exit
         self.clock = clock
+        self.sleep = sleep
         self.received = 0
         self._first: tuple[int, float] | None = None  # (signal, when) of the drain request
         self._previous: dict[int, Any] = {}
@@ -61,6 +67,10 @@ class ShutdownSignals:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._previous and self._first is not None and self._first[0] == signal.SIGTERM:
+            left = min(DUPLICATE_WAIT, DUPLICATE_WITHIN - (self.clock() - self._first[1]))
+            if left > 0:  # our handler still takes (and ignores) a copy of the same SIGTERM
+                self.sleep(left)
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
