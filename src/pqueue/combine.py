@@ -194,33 +194,45 @@ class Combiner:
         return _settled(me.outcome)  # type: ignore[arg-type]
 
 
-class _AsyncWaiter:
+Q = TypeVar("Q")
+R = TypeVar("R")
+
+
+class _AsyncWaiter(Generic[Q, R]):
     __slots__ = ("future", "request")
 
-    def __init__(self, request: Request, future: asyncio.Future[Results]) -> None:
+    def __init__(self, request: Q, future: asyncio.Future[R]) -> None:
         self.request = request
         self.future = future
 
 
-class AsyncCombiner:
-    """Coroutines sharing one ``AsyncClient``: one task runs round trips while callers wait.
+class AsyncCombiner(Generic[Q, R]):
+    """Coroutines sharing one asyncio client: one task runs round trips while callers wait
+    (``AsyncClient``'s enqueues, ``AsyncRsmq``'s calls). ``send`` returns a result or an
+    exception per request.
 
     The round trips run in a task of their own, so a caller cancelled while waiting
     neither cancels its neighbours' round trip nor stalls the line; a request not yet
     sent when its caller is cancelled is not sent at all.
     """
 
-    def __init__(self, send: Callable[[list[Request]], Awaitable[list[Outcome]]]) -> None:
+    def __init__(
+        self,
+        send: Callable[[list[Q]], Awaitable[list[R | BaseException]]],
+        *,
+        name: str = "pqueue-enqueue-rounds",
+    ) -> None:
         self._send = send
-        self._line: Line[_AsyncWaiter] = Line()
+        self._name = name
+        self._line: Line[_AsyncWaiter[Q, R]] = Line()
         self._rounds: asyncio.Task[None] | None = None
 
-    async def submit(self, request: Request) -> Results:
-        """Enqueue ``request`` in the next round trip; its results, or its error raised here."""
+    async def submit(self, request: Q) -> R:
+        """Put ``request`` in the next round trip; its result, or its error raised here."""
         loop = asyncio.get_running_loop()
-        me = _AsyncWaiter(request, loop.create_future())
+        me: _AsyncWaiter[Q, R] = _AsyncWaiter(request, loop.create_future())
         if self._line.arrive(me):
-            self._rounds = loop.create_task(self._run(), name="pqueue-enqueue-rounds")
+            self._rounds = loop.create_task(self._run(), name=self._name)
         try:
             return await me.future
         except asyncio.CancelledError:
@@ -229,7 +241,7 @@ class AsyncCombiner:
             raise
 
     async def _run(self) -> None:
-        batch: list[_AsyncWaiter] = []
+        batch: list[_AsyncWaiter[Q, R]] = []
         try:
             while True:
                 batch = [w for w in self._line.take() if not w.future.done()]
