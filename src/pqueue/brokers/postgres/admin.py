@@ -16,7 +16,8 @@ from pqueue.broker import (
     admin_filter,
     page_request,
 )
-from pqueue.brokers.postgres.codec import JOB_COLUMNS, row_to_job, row_to_worker
+from pqueue.brokers.job_columns import JOB_COLUMNS
+from pqueue.brokers.postgres.codec import row_to_job, row_to_worker
 from pqueue.brokers.postgres.core import BrokerCore, Rows, Statement
 from pqueue.brokers.postgres.sql import latest_version
 from pqueue.errors import CorruptJob, JobNotFound

@@ -21,9 +21,9 @@ from psycopg import errors as pg_errors
 from pqueue.broker import Capability, Claimer, IdempotencyState, RecoveryReport
 from pqueue.broker_flows import plan_flow, wait_delay
 from pqueue.brokers.handoff import HandoffHold
+from pqueue.brokers.job_columns import JOB_COLUMNS
 from pqueue.brokers.postgres import transactional
 from pqueue.brokers.postgres.codec import (
-    JOB_COLUMNS,
     EnqueueBatch,
     PlainBatch,
     lease_arrays,

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pqueue.broker import WorkerInfo
+from pqueue.brokers.job_columns import JOB_COLUMNS
 from pqueue.errors import CorruptJob
 from pqueue.ids import is_job_id
 from pqueue.job import NO_META, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
@@ -23,30 +24,6 @@ Row = Mapping[str, Any]
 
 _EMPTY_META = "{}"
 
-JOB_COLUMNS = (
-    "id",
-    "type",
-    "queue",
-    "payload",
-    "status",
-    "attempt",
-    "max_retries",
-    "recoveries",
-    "max_recoveries",
-    "run_at",
-    "created_at",
-    "timeout",
-    "unique_key",
-    "idempotency_key",
-    "started_at",
-    "finished_at",
-    "errors",
-    "result",
-    "meta",
-    "depends_on",
-    "parent_results",
-)
-"""The columns a :class:`Job` is read from, in the order :func:`row_to_job` expects them."""
 BEFORE_FLOWS = len(JOB_COLUMNS) - 2
 """How many of them existed before migration 0005 (an older hand_off function sends these)."""
 

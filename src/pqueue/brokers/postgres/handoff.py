@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pqueue.brokers.postgres.codec import BEFORE_FLOWS, JOB_COLUMNS
+from pqueue.brokers.job_columns import JOB_COLUMNS
+from pqueue.brokers.postgres.codec import BEFORE_FLOWS
 from pqueue.job import JobSpec
 
 HANDOFF_BYTES = 6000

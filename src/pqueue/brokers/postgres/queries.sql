@@ -9,7 +9,7 @@
 --                     time, not transaction time, so a job enqueued late in a caller's long
 --                     transaction is stamped when it was enqueued.
 --   {job_columns}     t.id, t.type, ...: the columns a Job is decoded from, in the order
---                     codec.JOB_COLUMNS gives (the jobs table must be aliased t)
+--                     pqueue.brokers.job_columns gives (the jobs table must be aliased t)
 --   {job_json}        the same columns of a row aliased j as one JSON array, times as
 --                     epoch seconds (the hand-off message, built by migration 0002's
 --                     hand_off function)

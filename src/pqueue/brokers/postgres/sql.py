@@ -17,8 +17,8 @@ from typing import LiteralString
 
 from psycopg import sql
 
+from pqueue.brokers.job_columns import JOB_COLUMNS
 from pqueue.brokers.named_sql import parse_named
-from pqueue.brokers.postgres.codec import JOB_COLUMNS
 from pqueue.errors import ConfigError
 
 SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}\Z")

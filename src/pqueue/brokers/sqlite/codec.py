@@ -16,32 +16,6 @@ from pqueue.clock import to_datetime
 from pqueue.errors import CorruptJob
 from pqueue.job import NO_META, Job, JobStatus, errors_from_json
 
-JOB_COLUMNS = (
-    "id",
-    "type",
-    "queue",
-    "payload",
-    "status",
-    "attempt",
-    "max_retries",
-    "recoveries",
-    "max_recoveries",
-    "run_at",
-    "created_at",
-    "timeout",
-    "unique_key",
-    "idempotency_key",
-    "started_at",
-    "finished_at",
-    "errors",
-    "result",
-    "meta",
-    "depends_on",
-    "parent_results",
-)
-"""The columns a :class:`Job` is read from (the Postgres backend's order), then ``limit_key``
-and ``priority`` (as the Postgres queries' ``{job_columns}`` end)."""
-
 _STATUSES = {status.value: status for status in JobStatus}
 
 

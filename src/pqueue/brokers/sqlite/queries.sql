@@ -3,7 +3,7 @@
 -- A block starts with `-- name: <name>` and a comment saying what it does. Statements are
 -- small: an operation runs several of them inside one BEGIN IMMEDIATE transaction on a
 -- local file, where a statement costs microseconds, not a network round trip (ADR 0147).
---   {job_columns}  the columns a Job is decoded from (codec.JOB_COLUMNS), then limit_key, priority
+--   {job_columns}  the columns a Job is decoded from (pqueue.brokers.job_columns), then limit_key, priority
 -- Parameters are sqlite3 named placeholders (:name). :now is the broker's time in epoch
 -- seconds, read once per transaction. Id lists arrive as JSON arrays (:ids) read with
 -- json_each.

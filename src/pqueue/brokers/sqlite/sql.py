@@ -12,8 +12,8 @@ from functools import cache
 from importlib.resources import files
 from types import MappingProxyType
 
+from pqueue.brokers.job_columns import JOB_COLUMNS
 from pqueue.brokers.named_sql import parse_named
-from pqueue.brokers.sqlite.codec import JOB_COLUMNS
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
