@@ -63,7 +63,7 @@ class FakeLink:
     def lost(self, error: BaseException) -> None:
         self.lost_causes.append(error)
 
-    def back(self) -> None:
+    def back(self, sent_at: float) -> None:
         self.backs += 1
 
 
@@ -181,3 +181,34 @@ async def test_an_unexpected_failure_logs_its_traceback_once_until_a_connection_
     assert len(errors) == 1 and errors[0].exc_info is not None  # not one every retry
     assert len([r for r in caplog.records if "failed again" in r.getMessage()]) == 4
     await hub.close()
+
+
+async def test_a_listen_answered_after_an_outage_was_noticed_does_not_end_it() -> None:
+    """A stopping server still answers the LISTEN it was sent just before another connection
+    saw it go: that answer said nothing about the server being back, and ending the outage
+    on it made the next failure log a second WARNING for the same outage."""
+    from pqueue.brokers.health import ServerHealth
+
+    health = ServerHealth("test server")
+
+    class StoppingServer(FakeLink):
+        def back(self, sent_at: float) -> None:
+            super().back(sent_at)
+            health.ok(sent_at)
+
+    link = StoppingServer()
+    hub = Hub(link, name="test-hub")
+    hub.register("wake", Part().on_message, Part().on_missed)
+    real_listen = FakeSession.listen
+
+    async def listen(session: FakeSession, channels: Sequence[str]) -> None:
+        health.lost("server closed the connection")  # noticed while the LISTEN was in flight
+        await real_listen(session, channels)
+
+    FakeSession.listen = listen  # type: ignore[method-assign]
+    try:
+        assert await hub.start(5) is True
+        assert link.backs >= 1 and health.down  # the reply came, the outage stands
+    finally:
+        FakeSession.listen = real_listen  # type: ignore[method-assign]
+        await hub.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -64,8 +65,10 @@ class Link(Protocol):
     def lost(self, error: BaseException) -> None:
         """The connection was lost or could not be made (logged once per outage)."""
 
-    def back(self) -> None:
-        """The connection listens again (the outage's end is logged once)."""
+    def back(self, sent_at: float) -> None:
+        """The connection listens again (the outage's end is logged once). ``sent_at``
+        (``time.monotonic()``): when the command it answered was sent; an answer to one sent
+        before the outage was noticed (a stopping server's last reply) does not end it."""
 
 
 def _nothing() -> None:
@@ -92,6 +95,7 @@ class Hub:
         self._task: asyncio.Task[None] | None = None
         self._backoff = MIN_BACKOFF
         self._failure: str | None = None  # the unexpected error last logged, until a connection serves
+        self._asked_at = 0.0  # monotonic time the LISTEN/SUBSCRIBE commands were last sent
         self.connections = 0
         """Connections made so far (tests and the ADR's count)."""
 
@@ -163,7 +167,7 @@ class Hub:
         if entry is None:
             return
         entry.heard = True
-        self._link.back()  # the server answers (also after the driver reconnected by itself)
+        self._link.back(self._asked_at)  # the server answers (also after the driver reconnected by itself)
         self._update_ready()
         entry.on_missed()
 
@@ -210,8 +214,9 @@ class Hub:
         listened: set[str] = set()
         while True:
             self._changed.clear()
+            self._asked_at = time.monotonic()
             listened = await self._follow(session, listened)
-            self._link.back()
+            self._link.back(self._asked_at)
             self._backoff = MIN_BACKOFF
             self._failure = None
             reader = asyncio.create_task(session.read(), name=f"{self._name}-read")

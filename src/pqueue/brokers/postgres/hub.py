@@ -84,5 +84,5 @@ class PostgresLink:
         self.identity = None
         self._health.lost(describe(error))
 
-    def back(self) -> None:
-        self._health.ok()
+    def back(self, sent_at: float) -> None:
+        self._health.ok(sent_at)

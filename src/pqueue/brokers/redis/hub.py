@@ -93,8 +93,8 @@ class RedisLink:
     def lost(self, error: BaseException) -> None:
         self._reporter.lost(error)
 
-    def back(self) -> None:
-        self._reporter.health.ok()
+    def back(self, sent_at: float) -> None:
+        self._reporter.health.ok(sent_at)
 
 
 async def flush(
