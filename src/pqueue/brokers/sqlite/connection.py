@@ -53,11 +53,9 @@ def check_path(config: SqliteConfig, *, create: bool) -> None:
             f"sqlite: the directory {folder!r} is read-only; pqueue needs to write "
             "the database's -wal and -shm files beside it"
         )
-    if exists:
-        with open(path, "rb") as f:
-            head = f.read(16)
-        if head and head != b"SQLite format 3\x00":
-            raise SchemaError(f"sqlite: {path!r} is not a SQLite database")
+    # The file's header is checked by SQLite itself, in connect(): this process must never
+    # open() and close() the database file, since closing any descriptor of it drops every
+    # POSIX lock the process holds on it, its SQLite connections' included (ADR 0155).
 
 
 def _writable(path: str) -> bool:
@@ -79,6 +77,7 @@ def connect(config: SqliteConfig, *, create: bool = False, spin: bool = False) -
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             conn.execute(f"PRAGMA synchronous = {config.synchronous.upper()}")
             conn.execute("PRAGMA foreign_keys = OFF")
+            conn.execute("PRAGMA schema_version").fetchone()  # reads the header: a foreign file fails here
         except BaseException:
             conn.close()
             raise
