@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, LiteralString, TypeVar
 
+from pqueue.brokers.fencing import landed
 from pqueue.brokers.handoff import FlushMarkers
 from pqueue.brokers.hub import Hub
 from pqueue.brokers.postgres.config import PostgresConfig
@@ -115,10 +116,7 @@ class BrokerCore:
 
 
 def settled(leases: Sequence[Lease], rows: Sequence[Sequence[Any]]) -> list[bool]:
-    """Per lease, True if its job id came back from a fenced update (each id once)."""
-    done = {str(row[0]) for row in rows}
-    out = []
-    for lease in leases:
-        out.append(lease.job.id in done)
-        done.discard(lease.job.id)
-    return out
+    """Per lease, True if its job id and token came back from a fenced update (rows start
+    with the id and end with the token that matched: a stale lease of the same job in the
+    same batch is not credited)."""
+    return landed(leases, ((str(row[0]), str(row[-1])) for row in rows))

@@ -357,7 +357,8 @@ FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token
 RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
     -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
-    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END,
+    d.token;  -- last: which lease of the job landed (pqueue.brokers.fencing)
 
 
 -- name: ack_results
@@ -373,7 +374,8 @@ FROM unnest(%(id)b::uuid[], %(token)b::bigint[], %(result)b::text[]) AS d(id, to
 WHERE t.id = d.id AND t.lease_token = d.token
 RETURNING t.id, CASE WHEN t.has_children OR t.watched THEN {schema}.job_finished(t.id, {now}) END,
     -- a unique key held until done (ADR 0152) is freed: a function only for jobs with a key
-    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END;
+    CASE WHEN t.unique_key IS NOT NULL THEN {schema}.unique_done(t.queue, t.unique_key, t.id) END,
+    d.token;  -- last: which lease of the job landed (pqueue.brokers.fencing)
 
 
 -- name: fail
@@ -434,13 +436,13 @@ WITH moved AS (
         lease_expires_at = NULL
     FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
     WHERE t.id = d.id AND t.lease_token = d.token
-    RETURNING t.id, t.queue, t.run_at
+    RETURNING t.id, t.queue, t.run_at, d.token
 ),
 woken AS (
     SELECT pg_notify({channel}, queue || ' ' || greatest(extract(epoch FROM min(run_at) - {now}), 0))
     FROM moved GROUP BY queue
 )
-SELECT moved.id FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
+SELECT moved.id, moved.token FROM moved CROSS JOIN (SELECT count(*) FROM woken) AS notified;
 
 
 -- name: extend
@@ -449,7 +451,7 @@ UPDATE {schema}.jobs AS t SET
     lease_expires_at = {now} + make_interval(secs => %(lease_for)s)
 FROM unnest(%(id)b::uuid[], %(token)b::bigint[]) AS d(id, token)
 WHERE t.id = d.id AND t.lease_token = d.token
-RETURNING t.id;
+RETURNING t.id, d.token;
 
 
 -- name: recover

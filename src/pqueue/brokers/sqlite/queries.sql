@@ -120,6 +120,12 @@ WHERE jobs.id = p.value
 RETURNING lease_token, lease_expires_at, {job_columns};
 
 
+-- name: lease_tokens
+-- The current lease token of each job in :ids (a JSON array), read before an ack that
+-- names one job twice (pqueue.brokers.fencing).
+SELECT id, lease_token FROM jobs WHERE id IN (SELECT value FROM json_each(:ids));
+
+
 -- name: ack
 -- Complete leased jobs with their results in one statement: :leases is a JSON array of
 -- [id, token, result JSON text or null]. Returns each completed job's id, whether it has

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from pqueue.broker import IdempotencyState, RecoveryReport
+from pqueue.brokers.fencing import landed
 from pqueue.brokers.sqlite import flows, limited
 from pqueue.brokers.sqlite.codec import row_to_job
 from pqueue.brokers.sqlite.sql import queries
@@ -171,17 +172,19 @@ def ack(
 ) -> list[bool]:
     results = results_json or [None] * len(leases)
     triples = [[lease.job.id, token_of(lease), result] for lease, result in zip(leases, results, strict=True)]
+    ids = [lease.job.id for lease in leases]
+    current = None
+    if len(set(ids)) < len(ids):  # a job twice (a stale lease and its successor): whose token is current?
+        current = dict(conn.execute(Q["lease_tokens"], {"ids": json.dumps(ids)}).fetchall())
     rows = conn.execute(Q["ack"], {"leases": json.dumps(triples), "now": now}).fetchall()
     done = {str(job_id) for job_id, *_ in rows}
     flows.settle(conn, [str(job_id) for job_id, has_children, *_ in rows if has_children], now)
     held = [[queue, key, job_id] for job_id, _, queue, key in rows if key is not None]
     if held:  # plain acks run nothing more
         conn.execute(Q["unique_done"], {"held": json.dumps(held)})
-    out: list[bool] = []
-    for lease in leases:  # a lease given twice settles once
-        out.append(lease.job.id in done)
-        done.discard(lease.job.id)
-    return out
+    if current is None:  # each job once: a row that came back is its one lease's
+        return [job_id in done for job_id in ids]
+    return landed(leases, ((job_id, str(current[job_id])) for job_id in done))
 
 
 def _stamped(errors_text: str, attempt: int, error: ErrorInfo, now: float) -> str:

@@ -55,6 +55,32 @@ class RecoveryContract:
         assert job.status is JobStatus.ACTIVE and job.errors == ()
         assert await broker.ack([fresh]) == [True]
 
+    @pytest.mark.parametrize("stale_first", [True, False])
+    async def test_a_batch_with_a_stale_and_a_current_lease_of_one_job_credits_the_current(
+        self, broker: FullBroker, clock: ManualClock, stale_first: bool
+    ) -> None:
+        """A worker that lost a lease and claimed the job again holds both; its heartbeat
+        and its ack batch name the job twice. Only the current lease lands (the stale one
+        was once credited by job id, and the current one reported lost)."""
+        job_id = await put(broker)
+        stale = await take_one(broker, worker="w1")
+        clock.advance(31)
+        assert (await broker.recover()).recovered == (job_id,)
+        current = await take_one(broker, worker="w1")
+        both = [stale, current] if stale_first else [current, stale]
+        expected = [not stale_first, stale_first]
+        assert await broker.extend(both, lease_for=30) == expected
+        assert await broker.ack(both) == expected
+        assert await status_of(broker, job_id) is JobStatus.COMPLETED
+        other = await put(broker)
+        stale = await take_one(broker, worker="w1")
+        clock.advance(31)
+        await broker.recover()
+        current = await take_one(broker, worker="w1")
+        both = [stale, current] if stale_first else [current, stale]
+        assert await broker.release(both) == expected
+        assert await status_of(broker, other) is JobStatus.PENDING
+
     async def test_fencing_also_holds_before_anyone_reclaims(
         self, broker: FullBroker, clock: ManualClock
     ) -> None:
