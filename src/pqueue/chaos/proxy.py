@@ -54,7 +54,9 @@ class FaultProxy:
         return len(self._links)
 
     async def start(self) -> None:
-        """Listen on a port the kernel picks (:attr:`port`)."""
+        """Listen on a port the kernel picks (:attr:`port`); once (a second call does nothing)."""
+        if self._server is not None:
+            return
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Link(self).client, self.host, 0, backlog=1024)
         self.port = int(self._server.sockets[0].getsockname()[1])
