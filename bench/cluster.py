@@ -1,6 +1,6 @@
 """Redis Cluster against one Redis server, in the same sitting (docs/benchmarks.md, ADR 0142/0143).
 
-Starts six private cluster nodes (three masters, three replicas: tests/private_cluster.py)
+Starts six private cluster nodes (three masters, three replicas: pqueue.chaos.servers)
 and one private standalone ``redis-server`` with the same settings (AOF every second, no
 RDB), then measures through the Broker protocol, from one process:
 
@@ -29,28 +29,22 @@ import asyncio
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.ports import free_port  # noqa: E402
-from tests.private_cluster import PrivateRedisCluster  # noqa: E402
-
-import pqueue  # noqa: E402
-from pqueue.broker import FullBroker  # noqa: E402
-from pqueue.spec import build_spec  # noqa: E402
+import pqueue
+from pqueue.broker import FullBroker
+from pqueue.chaos.servers import PrivateRedisCluster, loopback_port
+from pqueue.spec import build_spec
 
 QUEUES = [f"q{i:02d}" for i in range(12)]
 LEASE = 60.0
 
 
 def start_standalone(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+    port = loopback_port()
     proc = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--appendonly", "yes", "--save", "",
          "--dir", str(workdir), "--logfile", str(workdir / "redis.log")],

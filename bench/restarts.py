@@ -26,17 +26,12 @@ import argparse
 import asyncio
 import re
 import statistics
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.private_servers
-
-from tests.private_servers import PrivatePostgres, PrivateRedis  # noqa: E402
-
-from pqueue.testing.faults import restarts as restart_scenario  # noqa: E402
+from pqueue.chaos.servers import PrivatePostgres, PrivateRedis
+from pqueue.testing.faults import restarts as restart_scenario
 
 
 def _figures(values: list[float | None]) -> str:

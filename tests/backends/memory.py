@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pqueue.brokers.memory import drop_store
+from pqueue.brokers import namespaces
 
 NAME = "memory"
 SERVICE = None
 
 
 def namespace_dsn(service_url: str | None, namespace: str) -> str:
-    return f"memory://{namespace}"
+    return namespaces.namespace("memory://", namespace).dsn
 
 
 async def cleanup(service_url: str | None, namespace: str) -> None:
-    drop_store(namespace)
+    await namespaces.namespace("memory://", namespace).drop()

@@ -40,7 +40,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("brokers",),
     "surfaces": (
         "client", "sync", "router", "logs", "otel", "worker", "cli", "web", "metrics", "spark", "demo",
-        "testing", "autoscaler", "rsmq",
+        "testing", "autoscaler", "rsmq", "chaos",
     ),
 }  # fmt: skip
 """Bottom up. Sub-packages count by their top name; ``brokers`` implements the seam."""

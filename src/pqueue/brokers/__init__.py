@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
+from types import ModuleType
 from typing import Any, cast
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -111,19 +112,25 @@ def is_known_scheme(scheme: str) -> bool:
     return scheme in _BUILTIN or any(ep.name == scheme for ep in _plugins())
 
 
+def load_builtin(scheme: str, module: str = "") -> ModuleType:
+    """The package of the built-in backend of ``scheme`` (a key of ``_BUILTIN``), or its
+    ``module`` (``"namespace"``). A missing driver is a :class:`ConfigError` that names the
+    pip extra to install."""
+    target, extra = _BUILTIN[scheme]
+    package = target.partition(":")[0]
+    try:
+        return importlib.import_module(f"{package}.{module}" if module else package)
+    except ImportError as exc:
+        hint = f"; install it with: {install_hint(extra)}" if extra else ""
+        raise ConfigError(f"the {scheme}:// backend cannot be loaded ({exc}){hint}") from exc
+
+
 def _load(scheme: str) -> Any:
     """The broker class of ``scheme``. Built-in schemes cannot be taken over by a plug-in."""
     if scheme not in _BUILTIN:
         [plugin] = [ep for ep in _plugins() if ep.name == scheme]
         return plugin.load()
-    target, extra = _BUILTIN[scheme]
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        hint = f"; install it with: {install_hint(extra)}" if extra else ""
-        raise ConfigError(f"the {scheme}:// backend cannot be loaded ({exc}){hint}") from exc
-    return getattr(module, attr)
+    return getattr(load_builtin(scheme), _BUILTIN[scheme][0].partition(":")[2])
 
 
 def connect(dsn: str, *, clock: Clock | None = None, **options: Any) -> FullBroker:

@@ -1,6 +1,6 @@
 """A private redis-server per test, for faults that must not touch the shared server:
 SCRIPT FLUSH, killed connections, restarts and crashes. The server itself is
-:class:`tests.private_servers.PrivateRedis` (shared with bench/restarts.py)."""
+:class:`tests.private_servers.PrivateRedis` (:mod:`pqueue.chaos.servers`'s, on the suite's ports)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""``pqueue chaos``: a randomized, multi-process fault checker a user points at a broker."""
