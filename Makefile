@@ -28,7 +28,7 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
 # metrics test when it can; node, Node.js and npm for the RSMQ interop tests (tests/rsmq).
 # spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check node pytest django django6 races browser spark
+TEST_STEPS := lint typecheck deploy-check node pytest chaos django django6 races browser spark
 
 # `make test-fast`: the steps that need nothing but the venv (and Redis/Postgres when they
 # are installed): no system package, no browser, no Spark.
@@ -72,6 +72,12 @@ node:
 # deploy/ checked offline: promtool on the Prometheus config, alert rules and dashboard.
 deploy-check:
 	@bash .ci/deploy-check.sh
+
+# pqueue chaos (docs/reliability.md) on memory, SQLite, Redis, a private Redis Cluster and a
+# private Postgres, each for a bounded time with a fresh seed that it prints (.ci/chaos);
+# PQUEUE_CHAOS_DURATION=10m makes it a soak.
+chaos: $(VENV)/.stamp-dev services
+	@BIN=$(BIN) bash .ci/chaos
 
 # Tests marked `races` (deselected from the pytest step): minutes of real worker processes
 # racing on every backend at once (periodic ticks, limits), proving the cross-process rules.

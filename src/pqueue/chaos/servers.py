@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import random
 import shutil
 import signal
 import socket
@@ -59,6 +60,25 @@ def loopback_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+STEADY_PORTS = range(12000, 20000)
+"""Where :func:`steady_port` looks: below Linux's ephemeral range (32768 up, by default) and
+the test suite's blocks (20000 up, tests/ports.py)."""
+
+
+def steady_port() -> int:
+    """A free loopback port below the kernel's ephemeral range, which ``connect()`` never
+    hands out as a local port: a server restarted on it finds it free again (a port from
+    :func:`loopback_port` may be taken by any outgoing connection while the server is down)."""
+    for port in random.sample(STEADY_PORTS, 200):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    return loopback_port()
 
 
 def _wait_for_port(port: int, timeout: float, what: str) -> None:
