@@ -92,6 +92,26 @@ class BrokerUnreachable(BrokerUnavailable):
         self.cause = cause
 
 
+class NotReplicated(BrokerUnavailable):
+    """Written on the master, but fewer of its replicas than ``wait_replicas`` asked for
+    confirmed the write in time (Redis). Nothing is undone: ``job_ids`` names the jobs
+    written (a retry with the same ``job_id`` or idempotency key stores nothing twice);
+    ``wanted`` and ``confirmed`` are the replica counts."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        job_ids: tuple[str, ...] = (),
+        wanted: int = 0,
+        confirmed: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.job_ids = job_ids
+        self.wanted = wanted
+        self.confirmed = confirmed
+
+
 class SchemaError(BrokerError):
     """The broker's storage schema is missing or newer than this version knows."""
 
