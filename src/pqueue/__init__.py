@@ -30,6 +30,7 @@ from pqueue.errors import (
     ResultTimeout,
     Retry,
     SchemaError,
+    ServerConfigError,
     SkipRetry,
     UnknownJobType,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "NotReplicated",
     "ClientClosed",
     "SchemaError",
+    "ServerConfigError",
     "CorruptJob",
     "SkipRetry",
     "Retry",

@@ -112,6 +112,17 @@ class NotReplicated(BrokerUnavailable):
         self.confirmed = confirmed
 
 
+class ServerConfigError(BrokerError):
+    """The broker's server is set up in a way that can lose jobs (e.g. a Redis
+    ``maxmemory-policy`` other than ``noeviction``): ``setting`` names it, ``value`` is
+    what it is now."""
+
+    def __init__(self, message: str | None = None, *, setting: str = "", value: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+
+
 class SchemaError(BrokerError):
     """The broker's storage schema is missing or newer than this version knows."""
 
