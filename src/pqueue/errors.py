@@ -95,8 +95,9 @@ class BrokerUnreachable(BrokerUnavailable):
 class NotReplicated(BrokerUnavailable):
     """Written on the master, but fewer of its replicas than ``wait_replicas`` asked for
     confirmed the write in time (Redis). Nothing is undone: ``job_ids`` names the jobs
-    written (a retry with the same ``job_id`` or idempotency key stores nothing twice);
-    ``wanted`` and ``confirmed`` are the replica counts."""
+    written (a retry with the same ``job_id`` stores nothing twice; as an
+    ``idempotency_key``, a copy is acked without running); ``wanted`` and ``confirmed``
+    are the replica counts."""
 
     def __init__(
         self,

@@ -83,7 +83,7 @@ class Shortfall:
         what = (
             f"the ack of {_jobs(ids)}"
             if acks
-            else f"{_jobs(ids)}; a retry with the same job_id (or idempotency key) stores nothing twice"
+            else f"{_jobs(ids)}; a retry with the same job_id stores nothing twice"
         )
         message = (
             f"{self.server}: written, not yet on {_replicas(self.wanted)} "
