@@ -178,7 +178,7 @@ class Consumer:
         transport = self._rsmq.transport
         try:
             await eviction.warn_once(transport.client, transport.health.name)
-        except _DriverError as exc:
+        except (RedisError, OSError) as exc:
             log.debug("could not read maxmemory-policy: %s", exc)
 
     @property
