@@ -35,7 +35,6 @@ from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
-from pqueue.brokers.redis import eviction
 from pqueue.errors import BrokerUnavailable, PQueueError
 from pqueue.rsmq import validation as check
 from pqueue.rsmq.aio import AsyncRsmq
@@ -175,9 +174,8 @@ class Consumer:
         """One WARNING per process if this Redis may evict messages (ADR 0159), as a pqueue
         worker logs; a check that cannot run does not stop the consumer."""
         assert self._rsmq is not None
-        transport = self._rsmq.transport
         try:
-            await eviction.warn_once(transport.client, transport.health.name)
+            await self._rsmq.transport.warn_if_evicting()
         except (RedisError, OSError) as exc:
             log.debug("could not read maxmemory-policy: %s", exc)
 

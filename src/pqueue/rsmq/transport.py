@@ -23,6 +23,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 from pqueue.brokers import redact
 from pqueue.brokers.health import describe, failure_message, health_of
+from pqueue.brokers.redis import eviction
 from pqueue.brokers.redis.core import OutageReporter, address, unreachable
 from pqueue.errors import BrokerUnreachable, ConfigError, PQueueError
 from pqueue.rsmq import scripts
@@ -140,6 +141,11 @@ class AsyncTransport(Link):
             return await self.client.execute_command(*_args(request, by_sha=True))  # type: ignore[no-untyped-call]
         except NoScriptError:
             return await self.client.execute_command(*_args(request, by_sha=False))  # type: ignore[no-untyped-call]
+
+    async def warn_if_evicting(self) -> None:
+        """Log one WARNING per process if Redis's ``maxmemory-policy`` may evict keys
+        (messages): the Redis broker's check (ADR 0159)."""
+        await eviction.warn_once(self.client, self.health.name)
 
     async def close(self) -> None:
         await self.client.aclose()
