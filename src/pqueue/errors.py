@@ -92,6 +92,38 @@ class BrokerUnreachable(BrokerUnavailable):
         self.cause = cause
 
 
+class NotReplicated(BrokerUnavailable):
+    """Written on the master, but fewer of its replicas than ``wait_replicas`` asked for
+    confirmed the write in time (Redis). Nothing is undone: ``job_ids`` names the jobs
+    written (a retry with the same ``job_id`` stores nothing twice; as an
+    ``idempotency_key``, a copy is acked without running); ``wanted`` and ``confirmed``
+    are the replica counts."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        job_ids: tuple[str, ...] = (),
+        wanted: int = 0,
+        confirmed: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.job_ids = job_ids
+        self.wanted = wanted
+        self.confirmed = confirmed
+
+
+class ServerConfigError(BrokerError):
+    """The broker's server is set up in a way that can lose jobs (e.g. a Redis
+    ``maxmemory-policy`` other than ``noeviction``): ``setting`` names it, ``value`` is
+    what it is now."""
+
+    def __init__(self, message: str | None = None, *, setting: str = "", value: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+
+
 class SchemaError(BrokerError):
     """The broker's storage schema is missing or newer than this version knows."""
 

@@ -4,15 +4,26 @@ nothing written."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 
 import pytest
 from redis import Redis
 
-from pqueue.errors import PQueueError
-from pqueue.rsmq import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound, RsmqError
+from pqueue.errors import BrokerUnreachable, PQueueError
+from pqueue.rsmq import (
+    AsyncRsmq,
+    InvalidArgument,
+    MessageTooLong,
+    QueueExists,
+    QueueNotFound,
+    Rsmq,
+    RsmqError,
+)
 from pqueue.rsmq.validation import length
+from tests.ports import free_port
 
 
 def _keys(raw: Redis, ns: str) -> set[str]:
@@ -229,10 +240,6 @@ def test_the_dsn_prefix_is_the_namespace(redis_url: str, ns: str, raw: Redis) ->
 async def test_concurrent_async_calls_share_round_trips_and_keep_their_own_errors(
     redis_url: str, ns: str, raw: Redis
 ) -> None:
-    import asyncio
-
-    from pqueue.rsmq import AsyncRsmq
-
     raw.set(f"{ns}:broken:Q", "not a hash")  # every script on it fails with WRONGTYPE
     async with AsyncRsmq(redis_url, ns=ns) as rsmq:
         await rsmq.create_queue("q")
@@ -254,3 +261,20 @@ async def test_concurrent_async_calls_share_round_trips_and_keep_their_own_error
         received = await asyncio.gather(*(rsmq.pop_message("q") for _ in range(31)))
     assert sorted(m.message for m in received if m is not None) == sorted(f"m{i}" for i in range(30))
     assert received.count(None) == 1
+
+
+def test_a_client_that_never_reached_redis_logs_no_outage(caplog: pytest.LogCaptureFixture) -> None:
+    """Like a broker's failed ``open``, it lost nothing: the error says why, and no
+    "lost Redis ... retrying until it is back" comes first (issue 34)."""
+    url = f"redis://127.0.0.1:{free_port()}/0"
+
+    async def both() -> None:
+        with Rsmq(url) as rsmq, pytest.raises(BrokerUnreachable, match="unreachable: connection refused"):
+            rsmq.list_queues()
+        async with AsyncRsmq(url) as aio:
+            with pytest.raises(BrokerUnreachable, match="unreachable: connection refused"):
+                await aio.list_queues()
+
+    with caplog.at_level(logging.DEBUG, logger="pqueue"):
+        asyncio.run(both())
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []

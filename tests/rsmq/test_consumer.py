@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis import Redis
 
+from pqueue.brokers.redis import eviction
 from pqueue.errors import BrokerUnreachable
 from pqueue.rsmq import Consumer, InvalidArgument, Rsmq
 from pqueue.rsmq.core import settle
@@ -187,3 +189,32 @@ def _sent(rsmq: Rsmq, qname: str, message: str) -> bool:
     except BrokerUnreachable:
         return False
     return True
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "noeviction"])
+def test_a_redis_that_may_evict_messages_is_one_warning_at_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    if PrivateRedis.missing():
+        pytest.skip(str(PrivateRedis.missing()))
+    monkeypatch.setattr(eviction, "_warned", set())  # once per process: this test's process
+    server = PrivateRedis(tmp_path)
+    server.start()
+    try:
+        with Redis(port=server.port) as raw:
+            raw.config_set("maxmemory-policy", policy)
+        with Rsmq(server.url, ns="t") as rsmq, caplog.at_level(logging.WARNING, logger="pqueue"):
+            rsmq.create_queue("q")
+            Running(Consumer(server.url, "q", handlers.record, ns="t", poll_interval=0.05)).stop()
+            Running(Consumer(server.url, "q", handlers.record, ns="t", poll_interval=0.05)).stop()
+    finally:
+        server.stop()
+    warnings = [r.getMessage() for r in caplog.records]
+    if policy == "noeviction":
+        assert warnings == []
+    else:
+        assert warnings == [
+            f"Redis at 127.0.0.1:{server.port} has maxmemory-policy allkeys-lru: Redis may delete jobs "
+            "to free memory; set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, "
+            "and in redis.conf or your provider's settings)"
+        ]

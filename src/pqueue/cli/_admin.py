@@ -59,14 +59,18 @@ def open_client(args: argparse.Namespace) -> Iterator[Client]:
         raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
     from pqueue.sync import Client
 
-    # A command prints its answer or one error line; drivers' log records (psycopg_pool's
-    # reconnect attempts) would otherwise reach stderr through logging's last resort.
+    one_shot_logging()
+    with Client(args.dsn) as client:
+        yield client
+
+
+def one_shot_logging() -> None:
+    """A one-shot command prints its answer or one error line: log records (psycopg_pool's
+    reconnect attempts, an outage's "lost ... retrying") would otherwise reach stderr
+    through logging's last resort."""
     root = logging.getLogger()
     if not any(isinstance(handler, logging.NullHandler) for handler in root.handlers):
         root.addHandler(logging.NullHandler())  # once, however many commands one process runs
-
-    with Client(args.dsn) as client:
-        yield client
 
 
 def emit_json(data: Any) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pqueue.cli import _rsmq_worker
-from pqueue.cli._admin import command_parser, count, emit_json, rich_module, when
+from pqueue.cli._admin import command_parser, count, emit_json, one_shot_logging, rich_module, when
 from pqueue.cli._admin import console as make_console
 from pqueue.cli._options import resolve
 from pqueue.errors import ConfigError, InvalidRequest
@@ -107,6 +107,7 @@ def _rsmq(args: argparse.Namespace) -> Iterator[Rsmq]:
         raise ConfigError("no Redis URL: pass --dsn or set PQUEUE_DSN")
     from pqueue.rsmq import Rsmq
 
+    one_shot_logging()
     with Rsmq(args.dsn, ns=args.ns) as rsmq:
         yield rsmq
 

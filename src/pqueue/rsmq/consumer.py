@@ -16,9 +16,10 @@ vt ran out and another consumer received the message, this one changes nothing. 
 is at least once. ``stop()`` (SIGTERM/SIGINT under :meth:`run`) drains: no new receives,
 running handlers get ``shutdown_timeout`` seconds, and those still running are handed back
 (visible at once, rc kept). An unreachable Redis is logged once per outage (WARNING, and
-INFO when it is back); the slots keep retrying. With ``realtime`` the consumer subscribes
-to ``{ns}:rt:{qname}`` and idle slots wake at each send by a realtime client, instead of
-on their next poll.
+INFO when it is back); the slots keep retrying. A Redis whose ``maxmemory-policy`` may
+evict keys (messages) is worth one WARNING at start, as for pqueue's workers. With
+``realtime`` the consumer subscribes to ``{ns}:rt:{qname}`` and idle slots wake at each
+send by a realtime client, instead of on their next poll.
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ class Consumer:
         self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="pqueue-rsmq")
         try:
             self._vt = self._vt or (await self._rsmq.get_queue_attributes(self.queue)).vt or 30
+            await self._warn_of_eviction()
             log.info(
                 "consuming RSMQ queue %s:%s (concurrency %d, vt %ds, max receives %d, dead queue %s)",
                 self.ns, self.queue, self.concurrency, self._vt, self.max_receives, self.dead_queue,
@@ -167,6 +169,15 @@ class Consumer:
         finally:
             self._pool.shutdown(wait=False, cancel_futures=True)
             await self._rsmq.close()
+
+    async def _warn_of_eviction(self) -> None:
+        """One WARNING per process if this Redis may evict messages (ADR 0159), as a pqueue
+        worker logs; a check that cannot run does not stop the consumer."""
+        assert self._rsmq is not None
+        try:
+            await self._rsmq.transport.warn_if_evicting()
+        except (RedisError, OSError) as exc:
+            log.debug("could not read maxmemory-policy: %s", exc)
 
     @property
     def _draining(self) -> bool:

@@ -5,7 +5,10 @@ Both transports send a :class:`~pqueue.rsmq.core.Script` by ``EVALSHA`` (``EVAL`
 is, and translate driver errors the same way (:meth:`Link.translate`): an unreachable
 server is :class:`~pqueue.errors.BrokerUnreachable`, logged once per outage by the
 process's :class:`~pqueue.brokers.health.ServerHealth` of that server, as pqueue's
-brokers do; any other refusal is an :class:`~pqueue.rsmq.RsmqError`.
+brokers do; any other refusal is an :class:`~pqueue.rsmq.RsmqError`. As for a broker's
+failed ``open``, a client that never reached the server logs no outage: it lost
+nothing, and its error says why (``pqueue rsmq queues`` against a dead Redis prints only
+the failure).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from redis.exceptions import NoScriptError, RedisError
 
 from pqueue.brokers import redact
 from pqueue.brokers.health import describe, failure_message, health_of
-from pqueue.brokers.redis.core import address, unreachable
+from pqueue.brokers.redis import eviction
+from pqueue.brokers.redis.core import OutageReporter, address, unreachable
 from pqueue.errors import BrokerUnreachable, ConfigError, PQueueError
 from pqueue.rsmq import scripts
 from pqueue.rsmq.core import Command, Request
@@ -60,12 +64,18 @@ class Link:
     def __init__(self, dsn: str) -> None:
         self.address = address(dsn)
         self.health = health_of(f"Redis at {self.address}")
+        self._reporter = OutageReporter(self.health)  # armed by the server's first answer
+
+    def answered(self) -> None:
+        """A request went through: end an outage, and report the next one."""
+        self.health.ok()
+        self._reporter.armed = True
 
     def translate(self, exc: RedisError | OSError) -> PQueueError:
         """The pqueue error for a driver error (no driver traceback for an outage)."""
         if unreachable(exc):
             cause = describe(exc)
-            self.health.lost(cause)
+            self._reporter.lost(exc)
             log.debug("redis at %s: %s", self.address, exc, exc_info=exc)
             return BrokerUnreachable(
                 failure_message(f"Redis at {self.address}", cause), address=self.address, cause=cause
@@ -88,7 +98,7 @@ class SyncTransport(Link):
                 reply = self.client.execute_command(*_args(request, by_sha=False))  # type: ignore[no-untyped-call]
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
-        self.health.ok()
+        self.answered()
         return reply
 
     def close(self) -> None:
@@ -123,7 +133,7 @@ class AsyncTransport(Link):
                         replies[i] = await self._one(requests[i])
         except (RedisError, OSError) as exc:
             raise self.translate(exc) from None
-        self.health.ok()
+        self.answered()
         return [self.translate(r) if isinstance(r, RedisError | OSError) else r for r in replies]
 
     async def _one(self, request: Request) -> Any:
@@ -131,6 +141,11 @@ class AsyncTransport(Link):
             return await self.client.execute_command(*_args(request, by_sha=True))  # type: ignore[no-untyped-call]
         except NoScriptError:
             return await self.client.execute_command(*_args(request, by_sha=False))  # type: ignore[no-untyped-call]
+
+    async def warn_if_evicting(self) -> None:
+        """Log one WARNING per process if Redis's ``maxmemory-policy`` may evict keys
+        (messages): the Redis broker's check (ADR 0159)."""
+        await eviction.warn_once(self.client, self.health.name)
 
     async def close(self) -> None:
         await self.client.aclose()

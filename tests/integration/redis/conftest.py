@@ -13,9 +13,9 @@ from pqueue.broker import FullBroker
 from pqueue.clock import Clock
 from tests.backends import redis as redis_backend
 from tests.conftest import service_url
-from tests.integration.redis.servers import private_redis
+from tests.integration.redis.servers import private_redis, replicated_redis
 
-__all__ = ["private_redis"]
+__all__ = ["private_redis", "replicated_redis"]
 
 OpenRedis = Callable[..., Awaitable[FullBroker]]
 

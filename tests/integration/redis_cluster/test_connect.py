@@ -163,15 +163,14 @@ async def test_wait_replicas_confirms_enqueues_and_acks_by_a_replica(dsn: str) -
         assert await broker.ack(leases) == [True] * 12
 
 
-async def test_wait_replicas_beyond_the_replicas_there_are_raises_and_a_retry_by_id_is_safe(dsn: str) -> None:
-    job_id = str(uuid.uuid4())
-    async with pqueue.AsyncClient(dsn + "&wait_replicas=2") as client:  # one replica per master
-        with pytest.raises(BrokerUnreachable) as info:
-            await client.enqueue("t", 1, queue="q00", job_id=job_id)
-        assert "only 1 of the 2 replicas" in str(info.value) and "\n" not in str(info.value)
-    async with pqueue.AsyncClient(dsn) as client:
-        again = await client.enqueue("t", 1, queue="q00", job_id=job_id)
-        assert not again.created  # the first try was written: the retry stores nothing twice
+async def test_wait_replicas_beyond_the_replicas_of_a_master_is_refused_at_connect(dsn: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        async with pqueue.AsyncClient(dsn + "&wait_replicas=2") as client:  # one replica per master
+            await client.health()
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("wait_replicas=2 but Redis Cluster at ")
+    assert ": master 127.0.0.1:" in message and " has 1 replica connected: " in message
 
 
 async def test_the_sync_client_with_wait_replicas_enqueues_through_the_confirming_broker(dsn: str) -> None:

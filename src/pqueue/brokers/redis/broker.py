@@ -180,7 +180,9 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     @translated
     async def enqueue(self, specs: Sequence[JobSpec]) -> list[EnqueueResult]:
         results = await self.steps(self.enqueue_steps(specs))
-        await self._replicas.confirm({s.queue for s in specs})
+        short = await self._replicas.shortfall({s.queue for s in specs})
+        if short is not None:
+            raise short.error([r.id for r in results])
         return results
 
     def enqueue_steps(self, specs: Sequence[JobSpec]) -> Steps[list[Command], list[Any], list[EnqueueResult]]:
@@ -196,8 +198,10 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
     async def enqueue_each(self, requests: Sequence[Sequence[JobSpec]]) -> list[Outcome]:
         """Several callers' enqueues in one round trip, each with its own results or error."""
         outcomes = await self.steps(self.enqueue_each_steps(requests))
-        await self._replicas.confirm({s.queue for specs in requests for s in specs})
-        return outcomes
+        short = await self._replicas.shortfall({s.queue for specs in requests for s in specs})
+        if short is None:
+            return outcomes
+        return [o if isinstance(o, BaseException) else short.error([r.id for r in o]) for o in outcomes]
 
     def enqueue_each_steps(
         self, requests: Sequence[Sequence[JobSpec]]
@@ -407,7 +411,6 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
         groups = _by_queue(leases, _lane_of_lease)  # limited jobs: per lane (ADR 0110)
         commands: list[Any] = [build(self.keys_for(q, key), idx) for (q, key), idx in groups.items()]
         replies = await self.run_many([*commands, *self.reready(groups)])
-        await self._replicas.confirm(queue for queue, _ in groups)
         out = [False] * len(leases)
         for ((queue, _), indices), reply in zip(groups.items(), replies[: len(groups)], strict=True):
             parents = [leases[i].job.id for i, ok in zip(indices, reply, strict=True) if ok == 2]
@@ -415,6 +418,10 @@ class RedisBroker(RedisControl, RedisFlows, RedisSchedules):
                 out[i] = ok in (1, 2)
             if parents:  # completed jobs with dependants (ADR 0116)
                 await self.settle_or_defer(queue, parents)
+        short = await self._replicas.shortfall(queue for queue, _ in groups)
+        acked = [lease.job.id for lease, ok in zip(leases, out, strict=True) if ok]
+        if short is not None and acked:
+            raise short.error(acked, acks=True)
         return out
 
     @translated

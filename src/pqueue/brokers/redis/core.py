@@ -23,7 +23,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from pqueue.brokers import redact
 from pqueue.brokers.health import TLS_MISMATCH, ServerHealth, describe, failure_message, health_of
 from pqueue.brokers.hub import Hub
-from pqueue.brokers.redis import cluster, scripts
+from pqueue.brokers.redis import cluster, replicas, scripts
 from pqueue.brokers.redis.codec import to_ms
 from pqueue.brokers.redis.config import RedisOptions
 from pqueue.brokers.redis.keys import GlobalKeys, Lanes, QueueKeys, global_keys, lane_keys, lanes, queue_keys
@@ -222,6 +222,8 @@ class RedisCore:
     _hub: Hub
     """The broker's one pub/sub connection, for every part that waits (ADR 0134; made by
     :class:`~pqueue.brokers.redis.broker.RedisBroker`)."""
+    _replicas: replicas.ReplicaWait
+    """Confirms writes with ``WAIT`` when ``wait_replicas`` is set (made by the broker)."""
 
     def __init__(self, options: RedisOptions, *, clock: Clock | None = None) -> None:
         self.options = options
@@ -331,6 +333,7 @@ class RedisCore:
             else:
                 await self._refuse_cluster_node(client)
             await ping(client)
+            await replicas.refuse_more_than_connected(client, self.options.wait_replicas, self.server)
             await scripts.load_all(client)
             await self._check_layout(client)
         except BaseException:

@@ -81,7 +81,11 @@ class RedisFlows(RedisInspector):
             finished, _gone = reply
             if finished:
                 await self.settle_or_defer(queue, finished)
-        return [results[s.id] for s in specs]
+        stored = [results[s.id] for s in specs]
+        short = await self._replicas.shortfall(roots.keys() | waiting.keys() | links.keys())
+        if short is not None:
+            raise short.error([r.id for r in stored])
+        return stored
 
     @translated
     async def wait_finished(self, job_id: str, timeout: float) -> Job | None:

@@ -21,7 +21,7 @@ from pqueue.broker import (
     in_slice,
     page_request,
 )
-from pqueue.brokers.redis import calls
+from pqueue.brokers.redis import calls, eviction
 from pqueue.brokers.redis.codec import decode_job, decode_worker, encode_worker, to_ms
 from pqueue.brokers.redis.core import LAYOUT_VERSION, ping, translated
 from pqueue.brokers.redis.keys import QueueKeys, is_prioritized, prioritized
@@ -351,10 +351,15 @@ class RedisInspector(RedisSettler, RedisLimits):
             removed += int(await self.run(call))
         return removed
 
+    _evictions_checked = False
+
     @translated
     async def register_worker(self, info: WorkerInfo, *, ttl: float) -> None:
         now = await self.now_ms() / 1000
         await self.client.hset(self.keys.workers, info.id, encode_worker(info, now=now, expires_at=now + ttl))
+        if not self._evictions_checked:  # a worker starts: once, warn of a policy that evicts jobs
+            self._evictions_checked = True
+            await eviction.warn_once(self.client, self.server)
 
     @translated
     async def unregister_worker(self, worker_id: str) -> None:
@@ -380,6 +385,7 @@ class RedisInspector(RedisSettler, RedisLimits):
     async def check_health(self) -> str:
         await ping(self.client)
         await self.check_layout(self.client)
+        await eviction.refuse(self.client, self.server)
         return f"redis prefix {self.prefix!r} with key layout {LAYOUT_VERSION}"
 
     @translated
