@@ -10,6 +10,7 @@ import pytest
 
 from pqueue.brokers.memory.broker import MemoryBroker
 from pqueue.cli import main
+from tests.ports import free_port
 
 LAST_LINE = re.compile(
     r"^chaos dsn=(?P<dsn>\S+) seed=(?P<seed>\d+) jobs=(?P<jobs>\d+) faults=(?P<faults>\d+) "
@@ -64,3 +65,14 @@ def test_bad_flags_are_refused_in_one_line(
     assert main(["chaos", "--dsn", "memory://", *flags]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("pqueue: error: ") and message in err[-1], err
+
+
+def test_an_unreachable_broker_is_one_error_line_after_the_seed(capfd: pytest.CaptureFixture[str]) -> None:
+    dsn = f"redis://pq:hunter2-secret@127.0.0.1:{free_port()}/0"
+    assert main(["chaos", "--dsn", dsn, "--duration", "5", "--seed", "4"]) == 1
+    out, err = capfd.readouterr()
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("chaos: seed=4 dsn=redis://pq:***@127.0.0.1:")
+    assert lines[-1].startswith("pqueue: error: ") and "unreachable" in lines[-1]
+    assert not [line for line in lines if "lost Redis" in line or "Traceback" in line]
+    assert "hunter2-secret" not in out + err

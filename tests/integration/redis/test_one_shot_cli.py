@@ -42,6 +42,7 @@ ONE_SHOT_RSMQ: dict[str, list[list[str]]] = {
 NOT_ONE_SHOT = {
     "worker": "runs until stopped (tests/integration/test_cli_errors.py: one line too)",
     "serve": "runs until stopped",
+    "chaos": "runs for --duration; an unreachable broker: tests/integration/test_chaos_cli.py",
     "demo": "starts its own broker",
     "rsmq": "its subcommands are ONE_SHOT_RSMQ",
     "migrate": "Postgres and SQLite only: refuses a Redis DSN before connecting",
