@@ -51,7 +51,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No bearer token, or a wrong one."},
     403: {"model": ErrorOut, "description": "The read-only token cannot change anything."},
     404: {"model": ErrorOut, "description": "No such job or endpoint."},
-    413: {"model": ErrorOut, "description": "The body is larger than the limit."},
+    413: {
+        "model": ErrorOut,
+        "description": "The body is larger than its limit, or a job of a batch larger than one job's.",
+    },
     422: {"model": ErrorOut, "description": "A field is missing, of the wrong type or out of range."},
     503: {"model": ErrorOut, "description": "The broker cannot be reached."},
 }

@@ -46,6 +46,9 @@ ONE_JOB_PATHS = frozenset({"/jobs", "/task"})
 """Paths whose body is one job: bounded by ``max_job_bytes`` rather than ``max_request_bytes``."""
 ROLE_KEY = "pqueue.role"
 """Where the guard leaves the caller's role in the scope (``request.scope``)."""
+BODY_BYTES_KEY = "pqueue.body_bytes"
+"""Where the guard leaves the size of the body it read (a batch's jobs are held to
+``max_job_bytes`` each; a body within that limit needs no look at each job)."""
 
 
 def route_path(scope: Scope) -> str:
@@ -84,6 +87,7 @@ class Guard:
         if body is None:
             await _answer(send, 413, "too_large", f"the body is larger than {limit} bytes")
             return
+        scope[BODY_BYTES_KEY] = len(body)
         await self._run(scope, _replay(body, receive), send)
 
     def _authorise(self, scope: Scope, path: str, method: str) -> tuple[int, str, str, bool] | None:

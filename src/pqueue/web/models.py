@@ -254,7 +254,10 @@ class ErrorOut(BaseModel):
     """Every error answer."""
 
     error: str = Field(description="A stable code: unauthorized, forbidden, too_large, invalid_job, ...")
-    detail: str = Field(description="What was wrong, for people.")
+    detail: str = Field(
+        description="What was wrong, for people: the field, and in a batch the job as jobs[i] "
+        "(jobs[1].priority: ...)."
+    )
 
 
 class ErrorRecordOut(BaseModel):
