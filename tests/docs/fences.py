@@ -2,7 +2,9 @@
 
 The convention (README "Docs that run", ADR 0070): a fence whose info string starts with
 ``python`` or ``bash`` is executed; one right after the HTML comment ``<!-- notest: reason -->``
-(on the line before the fence, invisible when rendered) only illustrates. The directive used
+(on the line before the fence, invisible when rendered) only illustrates. Every other fence
+(``text``, ``yaml``, a ``python`` one marked without a reason, ...) is :attr:`Block.unaccounted`:
+each fence either runs or says why not, so none is skipped unseen (issue 34). The directive used
 to sit in the info string (```` ```bash notest: … ````), where a reader of the raw file trips on
 it; that form is refused with a message saying where it goes now. ``py``/``python3`` count as
 ``python`` and ``sh``/``shell`` as ``bash``, so a block cannot escape the runner by its spelling.
@@ -59,6 +61,19 @@ class Block:
     def runs(self) -> bool:
         """Whether the suite executes (or, for a file block, writes) this block."""
         return self.language is not None and not self.notest
+
+    @property
+    def unaccounted(self) -> str | None:
+        """Why the suite neither runs this block nor is told why not; None when it runs (or
+        is written, or checked as a runnable block's ``output``) or carries a reason."""
+        if self.runs or self.notest_reason:
+            return None
+        if self.notest:
+            return "is marked <!-- notest --> without a reason: write <!-- notest: why it cannot run -->"
+        return (
+            f"is a ```{self.info or '(no language)'} fence, neither run nor marked: open it with "
+            "```python or ```bash and make it run, or write <!-- notest: why --> on the line before it"
+        )
 
     @property
     def file(self) -> str | None:
@@ -132,3 +147,8 @@ def _adjacent(lines: list[str], previous: Block, opening: int) -> bool:
 def runnable(page: Path) -> list[Block]:
     """The blocks of ``page`` the suite executes or writes, in order."""
     return [b for b in blocks(page) if b.runs]
+
+
+def unaccounted(page: Path) -> list[str]:
+    """``page:line: why`` for each block of ``page`` that neither runs nor says why not."""
+    return [f"{b.where}: {why}" for b in blocks(page) if (why := b.unaccounted) is not None]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.fences import blocks, runnable
+from tests.docs.fences import blocks, runnable, unaccounted
 from tests.docs.runner import PageRun
+from tests.docs.test_docs import page_params
 
 PAGE = """# A page
 
@@ -136,3 +137,59 @@ def test_dsns_are_rewritten_to_the_namespace_keeping_other_options(tmp_path: Pat
         )
     finally:
         run.close(lambda service: None)
+
+
+def test_a_fence_that_neither_runs_nor_says_why_is_unaccounted(tmp_path: Path) -> None:
+    text = (
+        "```python\nprint(1)\n```\n\n```output\n1\n```\n\n"  # runs, with its output
+        "<!-- notest: a diagram -->\n```text\na -> b\n```\n\n"  # says why
+        "<!-- notest -->\n```python\nspark.stop()\n```\n\n"  # marked, no reason
+        "```yaml\nkey: value\n```\n\n"  # neither
+        "```\nno language\n```\n"
+    )
+    problems = unaccounted(write(tmp_path, text))
+    assert [p.split(": ", 1)[0] for p in problems] == ["page.md:15", "page.md:19", "page.md:23"]
+    assert "without a reason: write <!-- notest: why it cannot run -->" in problems[0]
+    assert "```yaml fence, neither run nor marked" in problems[1]
+    assert "```(no language) fence" in problems[2]
+
+
+SPARK_PAGE = """# Spark
+
+```python
+from pqueue.spark.session import spark_session
+
+spark = spark_session("local[2]")
+```
+
+```python
+spark.read.format("pqueue").option("dsn", "redis://localhost:6379/0").load().show()
+```
+"""
+
+ILLUSTRATED_PAGE = """# Not run
+
+<!-- notest: needs a cluster -->
+```python
+import pyspark
+```
+
+```python
+print("redis://localhost:6379/0 is only text here, but a DSN")
+```
+"""
+
+
+def test_pages_that_use_spark_are_collected_for_the_spark_step(tmp_path: Path) -> None:
+    """A page whose runnable blocks use PySpark or the data source is marked ``spark`` (run by
+    ``make spark``, deselected elsewhere) with the services its DSNs name; PySpark in a block
+    that does not run does not move the page; a page with nothing to run is no param."""
+    pages = []
+    for name, text in [("spark.md", SPARK_PAGE), ("plain.md", ILLUSTRATED_PAGE), ("none.md", "# No code\n")]:
+        pages.append(tmp_path / name)
+        pages[-1].write_text(text, encoding="utf-8")
+    params = page_params(pages, tmp_path)
+    assert [(p.id, sorted(m.name for m in p.marks)) for p in params] == [  # type: ignore[attr-defined]
+        ("spark.md", ["redis", "spark"]),
+        ("plain.md", ["redis"]),
+    ]

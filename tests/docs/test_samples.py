@@ -1,7 +1,9 @@
-"""Output samples the README shows are what the command prints for the data they describe.
+"""Output samples the README and docs/cli.md show are what the command prints for the data
+they describe.
 
-The ``pqueue stats`` sample is drawn here by the command's own renderer from the counts it
-shows, so a new column (``waiting`` was missing, issue 30) cannot leave it behind.
+The ``pqueue stats`` samples are drawn here by the command's own renderer from the counts they
+show, so a new column (``waiting`` was missing, issue 30; ``cancelled``, issue 34) cannot
+leave them behind.
 """
 
 from __future__ import annotations
@@ -9,14 +11,16 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from pqueue import Stats, WorkerInfo
 from pqueue.cli.stats import render
 from pqueue.job import JobStatus
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-COMMAND = "$ pqueue stats --dsn redis://127.0.0.1:6379/0"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", ROOT / "docs" / "cli.md"]
+PROMPT = "$ pqueue stats"
 
 
 def sample_stats() -> Stats:
@@ -28,7 +32,7 @@ def sample_stats() -> Stats:
     return Stats(
         {
             "default": counts(pending=5),
-            "emails": counts(waiting=2, pending=15, active=4, completed=38, dead=3),
+            "emails": counts(waiting=2, pending=15, active=4, completed=38, dead=3, cancelled=1),
             "reports": counts(scheduled=12),
         },
         [
@@ -40,16 +44,17 @@ def sample_stats() -> Stats:
     )
 
 
-def readme_sample() -> str:
-    """The lines of the README's ``text`` block after the ``pqueue stats`` prompt."""
-    lines = README.read_text(encoding="utf-8").split("\n")
-    start = lines.index(COMMAND) + 1
+def sample(page: Path) -> str:
+    """The lines of ``page``'s ``text`` block after its ``$ pqueue stats`` prompt."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(PROMPT)) + 1
     end = lines.index("```", start)
     return "\n".join(lines[start:end])
 
 
-def test_the_readme_stats_sample_is_what_pqueue_stats_draws() -> None:
+@pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
+def test_the_stats_sample_is_what_pqueue_stats_draws(page: Path) -> None:
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(render(sample_stats()))
     drawn = "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
-    assert readme_sample() == drawn, f"README.md's stats sample should read:\n{drawn}"
+    assert sample(page) == drawn, f"{page.name}'s stats sample should read:\n{drawn}"

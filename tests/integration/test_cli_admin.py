@@ -191,9 +191,12 @@ def test_enqueue_takes_an_id_tags_and_a_recovery_budget(cli: Cli) -> None:
 def test_stats_table_json_and_one_queue(cli: Cli, backend_dsn: str) -> None:
     for _ in range(2):
         assert cli("enqueue", "mail:send", "--queue", "emails").code == 0
+    dropped = json.loads(cli("enqueue", "mail:send", "--queue", "emails", "--json").out)["id"]
+    assert cli("cancel", dropped).code == 0
     make_dead(backend_dsn, 1, queue="reports")
     data = json.loads(cli("stats", "--json").out)
     assert data["queues"]["emails"]["pending"] == 2 and data["queues"]["reports"]["dead"] == 1
+    assert data["queues"]["emails"]["cancelled"] == 1
     assert set(data["oldest_pending_age"]) == {"emails"} and data["oldest_pending_age"]["emails"] >= 0
     assert data["done_per_second"]["reports"] == pytest.approx(1 / 60)
     assert data["totals"]["pending"] == 2 and data["workers"] == []
@@ -202,6 +205,10 @@ def test_stats_table_json_and_one_queue(cli: Cli, backend_dsn: str) -> None:
     table = cli("stats")
     assert table.code == 0 and "emails" in table.out and "oldest pending" in table.out
     assert "JobStatus" not in table.out and "live workers: 0" in table.out
+    header = next(line for line in table.out.splitlines() if "queue" in line)
+    emails = next(line for line in table.out.splitlines() if "emails" in line)
+    cells = dict(zip(header.split("┃")[1:-1], emails.split("│")[1:-1], strict=True))
+    assert {name.strip(): cell.strip() for name, cell in cells.items()}["cancelled"] == "1"
 
 
 def test_workers_and_health(cli: Cli, backend_dsn: str) -> None:

@@ -62,10 +62,10 @@ def test_stats_print_as_a_table_and_to_dict_as_json(client: Client) -> None:
     assert "JobStatus" not in text
     header, row, workers = text.splitlines()
     assert header.split() == [
-        "queue", "waiting", "pending", "scheduled", "active", "retry", "completed", "dead", "done/s",
-        "oldest", "pending"
+        "queue", "waiting", "pending", "scheduled", "active", "retry", "completed", "dead", "cancelled",
+        "done/s", "oldest", "pending"
     ]  # fmt: skip
-    assert row.split() == ["alpha", "0", "1", "1", "0", "0", "0", "0", "0.00", "0.0s"]
+    assert row.split() == ["alpha", "0", "1", "1", "0", "0", "0", "0", "0", "0.00", "0.0s"]
     assert workers == "workers: 0"
     data = client.stats().to_dict()
     assert json.loads(json.dumps(data)) == data

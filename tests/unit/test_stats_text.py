@@ -38,8 +38,8 @@ def test_str_is_the_plain_text_page() -> None:
     lines = text.splitlines()
     assert [re.split(r"\s{2,}", line) for line in lines[:3]] == [
         ["queue", *(s.value for s in COLUMNS), "done/s", "oldest pending"],
-        ["emails", "0", "12", "0", "0", "0", "0", "3", "0.50", "1.5m"],
-        ["reports (paused)", "2", "0", "0", "0", "0", "0", "0", "0.00", "-"],
+        ["emails", "0", "12", "0", "0", "0", "0", "3", "0", "0.50", "1.5m"],
+        ["reports (paused)", "2", "0", "0", "0", "0", "0", "0", "9", "0.00", "-"],
     ]
     assert len({len(line) for line in lines[:3]}) == 1  # the columns line up
     assert lines[3:] == [
@@ -49,9 +49,19 @@ def test_str_is_the_plain_text_page() -> None:
     ]
 
 
+def test_every_status_has_a_column_cancelled_included() -> None:
+    """``/stats`` and ``--json`` count cancelled jobs; the table showed no column for them."""
+    assert set(COLUMNS) == set(JobStatus)
+    header, rows = table(_stats())
+    assert header[1 : 1 + len(COLUMNS)] == [s.value for s in COLUMNS]
+    assert header[-4:-2] == ["dead", "cancelled"]
+    assert dict(zip(header, rows[1], strict=True))["cancelled"] == "9"
+
+
 def test_str_of_empty_stats_says_so() -> None:
     assert str(Stats({})).splitlines() == [
-        "queue  waiting  pending  scheduled  active  retry  completed  dead  done/s  oldest pending",
+        "queue  waiting  pending  scheduled  active  retry  completed  dead  cancelled  done/s  "
+        "oldest pending",
         "(no queues yet)",
         "workers: 0",
     ]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
@@ -116,14 +121,74 @@ async def test_oversized_bodies_are_413(api: httpx.AsyncClient, broker: FullBrok
 
 
 async def test_payload_over_the_per_job_limit_in_a_batch(app_client: AsyncClient, broker: FullBroker) -> None:
-    """With the default limits, each job's payload is held to 1 MiB inside a 16 MiB batch."""
+    """With the default limits, each job is held to 1 MiB inside a 16 MiB batch."""
     app = create_app(app_client, token=ADMIN, registry=CollectorRegistry())
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=BASE, headers=bearer(ADMIN)) as api:
         jobs = [{"type": "a.b", "payload": "x" * 1000}, {"type": "a.b", "payload": "x" * (1024 * 1024 + 1)}]
-        body = assert_error(await api.post("/jobs/batch", json={"jobs": jobs}), 422, "jobs[1]", "payload")
-        assert "1048576" in body["detail"]
+        body = assert_error(await api.post("/jobs/batch", json={"jobs": jobs}), 413, "jobs[1]")
+        assert body["error"] == "too_large" and "1048576" in body["detail"]
     assert await stored(broker) == {}
+
+
+@dataclass(frozen=True)
+class BatchRoute:
+    """One path that serves a batch: the same rules must hold on each."""
+
+    path: str
+    content_type: str
+    wrap: Callable[[list[dict[str, Any]]], object]
+
+    async def post(self, api: httpx.AsyncClient, jobs: list[dict[str, Any]]) -> httpx.Response:
+        body = json.dumps(self.wrap(jobs))
+        return await api.post(self.path, content=body, headers={"Content-Type": self.content_type})
+
+
+BATCH_ROUTES = {
+    "fast": BatchRoute("/jobs/batch", "application/json", lambda jobs: {"jobs": jobs}),  # web/fast.py
+    "routed": BatchRoute("/jobs/batch", "application/vnd.api+json", lambda jobs: {"jobs": jobs}),  # FastAPI
+    "tasks": BatchRoute("/tasks", "application/json", lambda jobs: jobs),
+}
+
+
+@pytest.mark.parametrize("route", BATCH_ROUTES.values(), ids=BATCH_ROUTES.keys())
+async def test_a_batch_with_one_job_over_the_job_limit_is_refused_whole(
+    api: httpx.AsyncClient, broker: FullBroker, seeded: object, route: BatchRoute
+) -> None:
+    """A job that ``POST /jobs`` refuses for its size is refused inside a batch too (the body
+    itself is well under the request limit), with the same error, naming the job."""
+    alone = {"type": "a.b", "payload": "x" * JOB_LIMIT}
+    assert_error(await api.post("/jobs", json=alone), 413, str(JOB_LIMIT))
+    jobs = [{"type": "a.b", "payload": "small"}, alone, {"type": "a.b", "payload": "small"}]
+    body = assert_error(await route.post(api, jobs), 413, "jobs[1]", str(JOB_LIMIT))
+    assert body["error"] == "too_large"
+    assert await stored(broker) == seeded
+    fits = [{"type": "a.b", "payload": "x" * (JOB_LIMIT - 100)}] * 3  # each fits; together they do not
+    response = await route.post(api, fits)
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("route", BATCH_ROUTES.values(), ids=BATCH_ROUTES.keys())
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"type": 5}, "jobs[1].type: "),  # refused by the request's schema
+        ({"type": "not a type!"}, "jobs[1]: invalid job type"),  # refused by pqueue.spec
+    ],
+    ids=["schema", "spec"],
+)
+async def test_a_bad_job_in_a_batch_is_named_jobs_i_on_every_route(
+    api: httpx.AsyncClient,
+    broker: FullBroker,
+    seeded: object,
+    route: BatchRoute,
+    case: tuple[dict[str, Any], str],
+) -> None:
+    """One form, the documented one: ``POST /tasks`` named the second job ``[1].type``."""
+    job, named = case
+    response = await route.post(api, [{"type": "ok.job"}, job])
+    assert assert_error(response, 422)["detail"].startswith(named)
+    assert await stored(broker) == seeded
 
 
 @pytest.mark.parametrize(

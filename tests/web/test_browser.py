@@ -1,6 +1,7 @@
 """The dashboard in headless Chromium against a served instance holding real jobs on Redis:
 sign in, see each queue's counts, open a dead job, requeue it by clicking (with the
-confirmation), see its status change; a wrong token is refused.
+confirmation), see its status change; a wrong token is refused. It also opens already
+signed in, from a one-time link or from a header set outside the page (ADR 0160).
 
 Marked ``browser`` (`make browser`, a step of `make test`). With
 ``PQUEUE_DASHBOARD_SHOT=path`` it also saves the screenshot used in docs/web.md.
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import httpx
 import pytest
 
 import pqueue
@@ -23,7 +25,7 @@ from pqueue.job import ErrorInfo
 from pqueue.spec import build_spec
 from tests.conftest import service_url
 from tests.web.browser import CHROMIUM_FLAGS, chromium_path, serving
-from tests.web.conftest import ADMIN, READER
+from tests.web.conftest import ADMIN, READER, bearer
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -71,8 +73,9 @@ def redis_dsn(namespace: str) -> Iterator[str]:
 
 
 @contextmanager
-def dashboard(redis_dsn: str) -> Iterator[tuple[Page, str, str]]:
-    """A page in headless chromium, the served dashboard's URL, and the seeded dead job's id."""
+def dashboard(redis_dsn: str, headers: dict[str, str] | None = None) -> Iterator[tuple[Page, str, str]]:
+    """A page in headless chromium (sending ``headers`` with every request), the served
+    dashboard's URL, and the seeded dead job's id."""
     executable = chromium_path()
     from playwright.sync_api import sync_playwright
 
@@ -81,7 +84,8 @@ def dashboard(redis_dsn: str) -> Iterator[tuple[Page, str, str]]:
     with serving(redis_dsn, env) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 640}), url, dead_id
+            page = browser.new_page(viewport={"width": 1280, "height": 640}, extra_http_headers=headers)
+            yield page, url, dead_id
         finally:
             browser.close()
 
@@ -222,3 +226,35 @@ def test_schedules_panel_hides_when_the_server_has_no_schedules_endpoint(redis_d
         expect(page.locator('tr[data-queue="emails"]')).to_be_visible()
         expect(page.locator("#schedules-panel")).to_be_hidden()
         expect(page.locator("#message")).to_have_text("")
+
+
+def test_a_sign_in_link_opens_the_dashboard_signed_in_once(redis_dsn: str) -> None:
+    """No token typed and none in the URL the server sees: the code rides in the fragment,
+    leaves the address bar at once, and opens a read-only session for a read-only token."""
+    with dashboard(redis_dsn) as (page, url, _):
+        from playwright.sync_api import expect
+
+        minted = httpx.post(f"{url}session/link", headers=bearer(READER), timeout=10)
+        link = minted.json()["url"]
+        assert minted.status_code == 201 and link == f"{url}{minted.json()['fragment']}"
+        page.goto(link)
+        expect(page.locator("#role")).to_have_text("read-only")
+        expect(page.locator('tr[data-queue="emails"] [data-status="pending"]')).to_have_text("3")
+        assert "signin" not in page.url
+        page.goto(f"{url}#workers")  # away and back: the session holds in this tab
+        expect(page.locator("#role")).to_have_text("read-only")
+
+        page.goto(link)  # twice: refused
+        expect(page.locator("#login")).to_be_visible()
+        expect(page.locator("#login-error")).to_contain_text("already used")
+
+
+def test_a_header_set_outside_the_page_signs_the_dashboard_in(redis_dsn: str) -> None:
+    """Playwright's extra_http_headers (or a proxy) carries the token: nothing to type."""
+    with dashboard(redis_dsn, headers=bearer(ADMIN)) as (page, url, _):
+        from playwright.sync_api import expect
+
+        page.goto(url)
+        expect(page.locator("#role")).to_have_text("admin")
+        expect(page.locator('tr[data-queue="reports"] [data-status="scheduled"]')).to_have_text("1")
+        expect(page.locator("#login")).to_be_hidden()

@@ -17,9 +17,9 @@ from pqueue.limits import LimitState
 if TYPE_CHECKING:
     from pqueue.client import Stats
 
-_HIDDEN = (JobStatus.CANCELLED, JobStatus.WAITING)
-COLUMNS = (JobStatus.WAITING, *(s for s in JobStatus if s not in _HIDDEN))
-"""The status columns, waiting first; cancelled jobs are not shown (``--json`` has them)."""
+COLUMNS = (JobStatus.WAITING, *(s for s in JobStatus if s is not JobStatus.WAITING))
+"""The status columns: every status, as ``/stats`` and ``--json`` count them, waiting first
+(it comes before pending in a job's life) and cancelled last."""
 
 
 def table(stats: Stats) -> tuple[list[str], list[list[str]]]:

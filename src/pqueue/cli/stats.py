@@ -23,10 +23,11 @@ def add_parser(subparsers: Any) -> None:
         "stats",
         help="jobs per queue and status, jobs/s, oldest pending job, live workers, schedules",
         description="""
-            Per queue: pending, scheduled, active, retry, dead and completed (within retention)
-            jobs, jobs done per second over the last minute, and how long the oldest due job
-            has waited; then the live workers and the periodic schedules with their next
-            run. --watch redraws it in place until Ctrl-C.
+            Per queue: waiting, pending, scheduled, active, retry, completed, dead and
+            cancelled jobs (completed and cancelled within retention), jobs done per second
+            over the last minute, and how long the oldest due job has waited; then the live
+            workers and the periodic schedules with their next run. --watch redraws it in
+            place until Ctrl-C.
         """,
         examples=[
             "pqueue stats --dsn redis://127.0.0.1:6379/0",

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from pqueue.client import AsyncClient
 from pqueue.web.api import enqueue_many, enqueue_one
+from pqueue.web.guard import BODY_BYTES_KEY
 from pqueue.web.models import BatchIn, BatchOut, EnqueuedOut, TaskIn
 from pqueue.web.settings import WebSettings
 
@@ -42,7 +43,8 @@ def alias_routes(client: AsyncClient, settings: WebSettings) -> APIRouter:
         response_model=BatchOut,
         summary="Enqueue many jobs, seed 002's way (alias of POST /jobs/batch)",
     )
-    async def enqueue_tasks(tasks: TaskList) -> JSONResponse:
-        return await enqueue_many(client, settings, BatchIn(jobs=[task.to_job() for task in tasks]))
+    async def enqueue_tasks(tasks: TaskList, request: Request) -> JSONResponse:
+        batch = BatchIn(jobs=[task.to_job() for task in tasks])
+        return await enqueue_many(client, settings, batch, request.scope.get(BODY_BYTES_KEY))
 
     return router

@@ -9,6 +9,7 @@ this module maps request fields to :class:`pqueue.Task` and answers with the mod
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Query, Request
@@ -17,13 +18,14 @@ from fastapi.responses import JSONResponse
 from pqueue.client import AsyncClient
 from pqueue.clock import to_iso
 from pqueue.durations import parse_duration
-from pqueue.errors import InvalidJob, InvalidRequest
+from pqueue.errors import InvalidJob, InvalidRequest, PayloadTooLarge
 from pqueue.job import JobStatus
 from pqueue.options import SHARED_OPTION_NAMES, JobOptions, task_of
 from pqueue.spec import DEFAULT_QUEUE, JOB_TYPE_RE, QUEUE_NAME_RE
 from pqueue.task import Task
 from pqueue.web.auth import Role
-from pqueue.web.guard import ROLE_KEY
+from pqueue.web.errors import item_name
+from pqueue.web.guard import BODY_BYTES_KEY, ROLE_KEY
 from pqueue.web.models import (
     JOB_IN_OPTIONS,
     BatchIn,
@@ -95,7 +97,30 @@ def bad_item(tasks: list[Task]) -> InvalidJob | None:
         try:
             task.to_spec()
         except InvalidJob as exc:
-            return InvalidJob(f"jobs[{index}]: {exc}")
+            return InvalidJob(f"{item_name(index)}: {exc}")
+    return None
+
+
+_JOB_JSON = JobIn.__pydantic_serializer__.to_json
+
+
+def oversized_job(jobs: Sequence[JobIn], limit: int, body_bytes: int | None = None) -> PayloadTooLarge | None:
+    """The error for the first job of a batch larger than ``limit`` bytes (``max_job_bytes``,
+    the limit of a ``POST /jobs`` body), written as compact JSON; None when each fits.
+
+    A batch's jobs are held to the limit of one job, so no route lets in a job that ``/jobs``
+    would refuse. A body of at most ``limit`` bytes (``body_bytes``) holds no job over it:
+    only bigger batches pay for sizing each job (about 2 µs a job).
+    """
+    if body_bytes is not None and body_bytes <= limit:
+        return None
+    for index, job in enumerate(jobs):
+        size = len(_JOB_JSON(job, exclude_defaults=True))
+        if size > limit:
+            return PayloadTooLarge(
+                f"{item_name(index)}: the job is larger than {limit} bytes, the limit of one job "
+                f"({size} bytes as JSON)"
+            )
     return None
 
 
@@ -118,12 +143,17 @@ async def enqueue_one(client: AsyncClient, job: JobIn) -> JSONResponse:
     return _enqueued(201, result.id, task.queue or DEFAULT_QUEUE, status, due, created=True)
 
 
-async def enqueue_many(client: AsyncClient, settings: WebSettings, batch: BatchIn) -> JSONResponse:
-    """``POST /jobs/batch``: the answer for one validated request body (used by the route and
-    by :class:`pqueue.web.fast.FastEnqueue`). One broker round trip, or nothing stored."""
+async def enqueue_many(
+    client: AsyncClient, settings: WebSettings, batch: BatchIn, body_bytes: int | None = None
+) -> JSONResponse:
+    """``POST /jobs/batch``: the answer for one validated request body of ``body_bytes``
+    (None: unknown) bytes, used by the route, by ``POST /tasks`` and by
+    :class:`pqueue.web.fast.FastEnqueue`. One broker round trip, or nothing stored."""
     jobs = batch.jobs
     if len(jobs) > settings.max_batch:
         raise InvalidRequest(f"jobs: {len(jobs)} jobs; one batch holds at most {settings.max_batch}")
+    if (too_large := oversized_job(jobs, settings.max_job_bytes, body_bytes)) is not None:
+        raise too_large
     try:
         shared = shared_options(jobs)
         if shared is not None:  # one type, one set of options: Client.enqueue_map's bulk path
@@ -161,8 +191,8 @@ def _enqueue_routes(router: APIRouter, client: AsyncClient, settings: WebSetting
     @router.post(
         "/jobs/batch", response_model=BatchOut, summary="Enqueue many jobs in one round trip", tags=["jobs"]
     )
-    async def enqueue_batch(batch: BatchIn) -> JSONResponse:
-        return await enqueue_many(client, settings, batch)
+    async def enqueue_batch(batch: BatchIn, request: Request) -> JSONResponse:
+        return await enqueue_many(client, settings, batch, request.scope.get(BODY_BYTES_KEY))
 
 
 def _job_routes(router: APIRouter, client: AsyncClient) -> None:

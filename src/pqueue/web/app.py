@@ -2,7 +2,7 @@
 
 Serve it with ``pqueue serve`` (uvicorn), or mount it in your own FastAPI, Starlette or
 Django ASGI application (docs/web.md). ADR 0095 says why FastAPI; ADR 0096 how tokens
-and the dashboard's login work.
+and the dashboard's login work; ADR 0160 how it opens signed in (a header, a one-time link).
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from pqueue.metrics import JobMetrics
 from pqueue.web import errors, probes
 from pqueue.web.aliases import alias_routes
 from pqueue.web.api import build_router
+from pqueue.web.auth import SignIns
 from pqueue.web.control import build_control_router
 from pqueue.web.fast import FastEnqueue
-from pqueue.web.guard import Guard
+from pqueue.web.guard import REDEEM_PATH, Guard
 from pqueue.web.metrics import HttpMetrics, MetricsPage
 from pqueue.web.models import ErrorOut, HealthOut
 from pqueue.web.schedules import schedules_router
 from pqueue.web.settings import WebSettings
+from pqueue.web.signin import signin_router
 
 STATIC = Path(__file__).parent / "static"
 _PAGE_HEADERS = {
@@ -51,7 +53,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "No bearer token, or a wrong one."},
     403: {"model": ErrorOut, "description": "The read-only token cannot change anything."},
     404: {"model": ErrorOut, "description": "No such job or endpoint."},
-    413: {"model": ErrorOut, "description": "The body is larger than the limit."},
+    413: {
+        "model": ErrorOut,
+        "description": "The body is larger than its limit, or a job of a batch larger than one job's.",
+    },
     422: {"model": ErrorOut, "description": "A field is missing, of the wrong type or out of range."},
     503: {"model": ErrorOut, "description": "The broker cannot be reached."},
 }
@@ -111,6 +116,8 @@ def create_app(
     app.include_router(alias_routes(client, settings))
     app.include_router(schedules_router(client))
     app.include_router(build_control_router(client))
+    signins = SignIns()
+    app.include_router(signin_router(signins))
     _probes_and_metrics(app, client, page)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -120,7 +127,7 @@ def create_app(
 
     routes = {path: _route(api, "POST", path) for path in ("/jobs", "/jobs/batch")}
     app.add_middleware(FastEnqueue, client=client, settings=settings, routes=routes)
-    app.add_middleware(Guard, settings=settings)
+    app.add_middleware(Guard, settings=settings, signins=signins)
     app.add_middleware(HttpMetrics, registry=registry)
     _declare_bearer(app)
     return app
@@ -161,7 +168,7 @@ def _route(router: APIRouter, method: str, path: str) -> APIRoute:
     raise LookupError(f"no route {method} {path}")
 
 
-_OPEN = {"/healthz", "/readyz"}
+_OPEN = {"/healthz", "/readyz", REDEEM_PATH}
 
 
 def _declare_bearer(app: FastAPI) -> None:

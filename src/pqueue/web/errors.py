@@ -27,6 +27,7 @@ from pqueue.errors import (
     InvalidJob,
     InvalidRequest,
     JobNotFound,
+    PayloadTooLarge,
     PQueueError,
 )
 
@@ -52,8 +53,15 @@ def encode_error(error: str, detail: str) -> bytes:
     return json.dumps({"error": error, "detail": detail}).encode()
 
 
+def item_name(index: int) -> str:
+    """How an error names one job of a batch (``POST /jobs/batch`` and ``POST /tasks``
+    alike, as docs/web.md documents): ``jobs[3]``."""
+    return f"jobs[{index}]"
+
+
 _STATUS: Sequence[tuple[type[PQueueError], int, str]] = (
     (JobNotFound, 404, "not_found"),
+    (PayloadTooLarge, 413, "too_large"),  # a job over its limit, as a body over its limit is
     (InvalidJob, 422, "invalid_job"),
     (InvalidRequest, 422, "invalid_request"),
     (BrokerUnavailable, 503, "broker_unavailable"),
@@ -101,6 +109,8 @@ def _describe(problem: Any) -> str:
     loc = tuple(problem.get("loc", ()))
     parts = loc[1:] if loc[:1] == ("body",) else loc
     where = ""
+    if parts and isinstance(parts[0], int):  # a body that is an array (POST /tasks) is a batch's jobs
+        where, parts = item_name(parts[0]), parts[1:]
     for part in parts:
         where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
     message = str(problem.get("msg", "invalid"))

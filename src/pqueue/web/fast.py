@@ -36,7 +36,8 @@ from pqueue.web.guard import ASGIApp, Receive, Scope, Send, route_path
 from pqueue.web.models import BatchIn, JobIn
 from pqueue.web.settings import WebSettings
 
-Answer = Callable[[Any], Awaitable[Response]]
+Answer = Callable[[Any, int], Awaitable[Response]]
+"""Answers a validated body of so many bytes."""
 
 
 class FastEnqueue:
@@ -48,11 +49,11 @@ class FastEnqueue:
         """``routes`` maps ``/jobs`` and ``/jobs/batch`` to their FastAPI routes (for labels)."""
         self.app = app
         self.paths: dict[str, tuple[Any, type[BaseModel], Answer]] = {
-            "/jobs": (routes["/jobs"], JobIn, lambda job: enqueue_one(client, job)),
+            "/jobs": (routes["/jobs"], JobIn, lambda job, _: enqueue_one(client, job)),
             "/jobs/batch": (
                 routes["/jobs/batch"],
                 BatchIn,
-                lambda batch: enqueue_many(client, settings, batch),
+                lambda batch, size: enqueue_many(client, settings, batch, size),
             ),
         }
 
@@ -72,7 +73,7 @@ class FastEnqueue:
                 break
         response: Response
         try:
-            response = await answer(model.model_validate_json(body))
+            response = await answer(model.model_validate_json(body), len(body))
         except ValidationError as exc:
             response = validation_response([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()])
         except PQueueError as exc:

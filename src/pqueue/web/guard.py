@@ -10,9 +10,13 @@ Which paths need what:
 
 - open: ``/healthz``, ``/readyz``, and the pages that hold no data (the dashboard's
   shell ``/`` and ``/static/*``, ``/docs``, ``/openapi.json``); ``/metrics`` when
-  ``metrics_public``;
-- ``GET``/``HEAD``: the read-only or the admin token;
-- any other method: the admin token (a read-only token gets 403).
+  ``metrics_public``; ``POST /session/redeem``, whose sign-in code is its credential;
+- ``GET``/``HEAD``: the read-only or the admin token, or a dashboard session opened by
+  a sign-in link (:class:`~pqueue.web.auth.SignIns`) with the role of the token that
+  minted it;
+- ``POST /session/link``: either token, never a session (a session must not outlive
+  itself by minting another); the link carries the caller's role;
+- any other method: the admin token or an admin session (read-only gets 403).
 
 A query parameter given twice is refused (422) unless it is a list (``ids``): otherwise
 the app would silently take one of the two values, whichever the framework picks.
@@ -25,7 +29,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pqueue.web.auth import Role, Tokens, refusal
+from pqueue.web.auth import Role, SignIns, Tokens, refusal
 from pqueue.web.errors import encode_error, scrub
 from pqueue.web.settings import WebSettings
 
@@ -37,7 +41,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/openapi.json", "/favicon.ico"})
+LINK_PATH = "/session/link"
+"""Mints a one-time sign-in link for the dashboard (:mod:`pqueue.web.signin`)."""
+REDEEM_PATH = "/session/redeem"
+"""Trades a sign-in link's code for a session token: open, the code is the credential."""
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/openapi.json", "/favicon.ico", REDEEM_PATH})
 OPEN_PREFIXES = ("/static/",)
 READ_METHODS = frozenset({"GET", "HEAD"})
 REPEATABLE_PARAMS = frozenset({"ids"})
@@ -46,6 +54,9 @@ ONE_JOB_PATHS = frozenset({"/jobs", "/task"})
 """Paths whose body is one job: bounded by ``max_job_bytes`` rather than ``max_request_bytes``."""
 ROLE_KEY = "pqueue.role"
 """Where the guard leaves the caller's role in the scope (``request.scope``)."""
+BODY_BYTES_KEY = "pqueue.body_bytes"
+"""Where the guard leaves the size of the body it read (a batch's jobs are held to
+``max_job_bytes`` each; a body within that limit needs no look at each job)."""
 
 
 def route_path(scope: Scope) -> str:
@@ -58,10 +69,11 @@ def route_path(scope: Scope) -> str:
 class Guard:
     """Pure ASGI middleware: authorise, bound the body, and answer errors as JSON."""
 
-    def __init__(self, app: ASGIApp, settings: WebSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: WebSettings, signins: SignIns | None = None) -> None:
         self.app = app
         self.settings = settings
         self.tokens = Tokens(settings.token, settings.read_token)
+        self.signins = signins if signins is not None else SignIns()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,6 +96,7 @@ class Guard:
         if body is None:
             await _answer(send, 413, "too_large", f"the body is larger than {limit} bytes")
             return
+        scope[BODY_BYTES_KEY] = len(body)
         await self._run(scope, _replay(body, receive), send)
 
     def _authorise(self, scope: Scope, path: str, method: str) -> tuple[int, str, str, bool] | None:
@@ -91,15 +104,20 @@ class Guard:
         if self.settings.insecure_no_auth:
             scope[ROLE_KEY] = Role.ADMIN
             return None
-        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
-            return None
-        if path == "/metrics" and self.settings.metrics_public:
+        if (
+            path in OPEN_PATHS
+            or path.startswith(OPEN_PREFIXES)
+            or (path == "/metrics" and self.settings.metrics_public)
+        ):
             return None
         header = dict(scope.get("headers", ())).get(b"authorization")
         role = self.tokens.role(header)
+        session = role is None and (role := self.signins.role(header)) is not None
         if role is None:
             return 401, "unauthorized", f"{refusal(header)}: send Authorization: Bearer <token>", True
-        if role is Role.READ and method not in READ_METHODS:
+        if path == LINK_PATH and session:
+            return 403, "forbidden", "a dashboard session cannot mint a sign-in link; use an API token", False
+        if role is Role.READ and method not in READ_METHODS and path != LINK_PATH:
             return 403, "forbidden", "the read-only token cannot change anything; use the admin token", False
         scope[ROLE_KEY] = role
         return None

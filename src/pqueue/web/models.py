@@ -254,7 +254,10 @@ class ErrorOut(BaseModel):
     """Every error answer."""
 
     error: str = Field(description="A stable code: unauthorized, forbidden, too_large, invalid_job, ...")
-    detail: str = Field(description="What was wrong, for people.")
+    detail: str = Field(
+        description="What was wrong, for people: the field, and in a batch the job as jobs[i] "
+        "(jobs[1].priority: ...)."
+    )
 
 
 class ErrorRecordOut(BaseModel):
@@ -372,6 +375,31 @@ class CountOut(BaseModel):
 
 class SessionOut(BaseModel):
     role: str = Field(description="admin or read: what this token may do.")
+
+
+class LinkOut(BaseModel):
+    """A one-time sign-in link for the dashboard (docs/web.md, ADR 0160)."""
+
+    url: str = Field(description="The dashboard's address with the code in its fragment; open it once.")
+    fragment: str = Field(description="#signin=<code>: append it to the dashboard's address.")
+    role: str = Field(description="admin or read: the role of the session it opens, the caller's.")
+    expires_in: float = Field(description="Seconds left to open it.")
+
+
+class RedeemIn(BaseModel):
+    """The code of a sign-in link, traded once for a session token."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(min_length=1, max_length=100, description="What follows #signin= in the link.")
+
+
+class SessionTokenOut(BaseModel):
+    """A dashboard session opened by a sign-in link: send it as the bearer token."""
+
+    token: str = Field(description="Authorization: Bearer <token>, until it expires.")
+    role: str = Field(description="admin or read.")
+    expires_in: float = Field(description="Seconds it stays valid.")
 
 
 class HealthOut(BaseModel):

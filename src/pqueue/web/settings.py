@@ -13,7 +13,7 @@ from pqueue.errors import ConfigError
 
 MIB = 1024 * 1024
 DEFAULT_MAX_JOB_BYTES = MIB
-"""``POST /jobs`` bodies and each job's encoded payload: 1 MiB."""
+"""One job: a ``POST /jobs`` body, and each job of a batch as compact JSON: 1 MiB."""
 DEFAULT_MAX_REQUEST_BYTES = 16 * MIB
 """Every other request body (``POST /jobs/batch`` above all): 16 MiB."""
 DEFAULT_MAX_BATCH = 10_000

@@ -1,11 +1,14 @@
 // pqueue dashboard: a small script over the JSON API, no build step and no dependencies.
 // The token lives in this tab's sessionStorage and goes out only as an Authorization
 // header, so there is no cookie and no CSRF surface (ADR 0096). Data is written with
-// textContent, never as HTML.
+// textContent, never as HTML. It can open already signed in (ADR 0160): from a one-time
+// link, /#signin=<code>, traded once for a session token; or, with no token stored, from
+// an Authorization header the browser adds by itself (Playwright, a proxy).
 "use strict";
 
 const BASE = new URL(".", location.href);  // the app may be mounted under a prefix
 const KEY = "pqueue.token";
+const LINK = "#signin=";
 const STATUSES = ["waiting", "pending", "scheduled", "active", "retry", "completed", "dead"];
 const CANCELLABLE = ["pending", "scheduled", "retry", "active", "waiting"];
 const HISTORY_SECONDS = 300;
@@ -38,7 +41,8 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY) || ""}` };
+  const token = sessionStorage.getItem(KEY);
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};  // none: the browser's own, if any
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(new URL(path, BASE), {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -76,8 +80,9 @@ function when(iso) {
 
 // -- signing in ------------------------------------------------------------------------
 
+// token: null signs in with what the browser sends by itself (a header set outside the page).
 async function signIn(token) {
-  sessionStorage.setItem(KEY, token);
+  if (token) sessionStorage.setItem(KEY, token);
   try {
     role = (await api("GET", "session")).role;
   } catch (error) {
@@ -379,8 +384,23 @@ document.addEventListener("DOMContentLoaded", () => {
       out.className = "error";
     }
   });
-  window.addEventListener("hashchange", route);
-  const token = sessionStorage.getItem(KEY);
-  if (token) signIn(token).catch(() => signOut());
-  else signOut();
+  window.addEventListener("hashchange", () => (location.hash.startsWith(LINK) ? signInByLink() : route()));
+  if (location.hash.startsWith(LINK)) signInByLink();
+  else signIn(sessionStorage.getItem(KEY)).catch(() => signOut());
 });
+
+// A one-time link: take the code out of the address bar and the tab's history first, then
+// trade it for a session token (once; a reload cannot use it again).
+async function signInByLink() {
+  const code = location.hash.slice(LINK.length);
+  window.history.replaceState(null, "", location.pathname + location.search);  // (history: the sparkline map)
+  sessionStorage.removeItem(KEY);
+  role = null;
+  try {
+    const opened = await api("POST", "session/redeem", { code: decodeURIComponent(code) });
+    await signIn(opened.token);
+  } catch (error) {
+    signOut();
+    $("#login-error").textContent = error.status === 401 ? "This sign-in link was already used, has expired or is unknown: ask for another." : error.message;
+  }
+}
