@@ -374,23 +374,15 @@ class Checker:
 
     def _parents(self) -> None:
         first_start = {j: next((e.t for e in ev if e.kind == "start"), None) for j, ev in self.jobs.items()}
-        first_end = {j: next((e.t for e in ev if e.kind == "end"), None) for j, ev in self.jobs.items()}
-        never_ran = {  # acked as a duplicate of its idempotency key: when, the history cannot tell
-            j
-            for j, ev in self.jobs.items()
-            if any(e.kind == "settled" and e.get("outcome") == "duplicate" for e in ev)
-        }
         for job_id, spec in self.specs.items():
             parents = spec.get("parents") or []
             started = first_start.get(job_id)
             if not parents or started is None:
                 continue
             for parent in parents:
-                if parent in never_ran and first_end.get(parent) is None:
-                    continue
-                ended = first_end.get(parent)
+                ended = self._first_settle_bound(parent)
                 final = self.finals.get(parent)
-                if ended is None or ended > started:
+                if ended is not None and ended > started:
                     if final is not None and final.status is JobStatus.CANCELLED:
                         continue  # cancelled before it ran: the child may run ("run") without it
                     self.verdict.add(
@@ -405,6 +397,19 @@ class Checker:
                     self.verdict.add(
                         "parents", f"job {job_id} ran though its parent {parent} died", job_id, parent
                     )
+
+    def _first_settle_bound(self, job_id: str) -> float | None:
+        """The earliest its first run can have been settled: its handler's end, or its start
+        plus its timeout (a timed-out sync handler's thread ends later; the job is settled at
+        the timeout). None when the history cannot tell (acked as a duplicate, never started)."""
+        events = self.jobs.get(job_id, ())
+        if any(e.kind == "settled" and e.get("outcome") == "duplicate" for e in events):
+            return None
+        ends = [e.t for e in events if e.kind == "end"]
+        timeout = self.specs.get(job_id, {}).get("timeout")
+        if timeout:
+            ends += [e.t + float(timeout) for e in events if e.kind == "start"]
+        return min(ends, default=None)
 
     def _completed_once(self, job_id: str) -> bool:
         return any(e.kind == "settled" and e.get("outcome") == "completed" for e in self.jobs.get(job_id, ()))
