@@ -707,11 +707,59 @@ SELECT count(*) FROM gone;
 
 
 -- name: activity
--- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
--- the claim index answers it) and the jobs finished (completed or dead) in the window,
--- found by finish time through jobs_finished and jobs_died (migration 0008): what the
--- window holds, never the history.
-WITH done AS (
+-- Per queue: seconds since the oldest due waiting job became due (NULL when none waits)
+-- and the jobs finished (completed or dead) in the window. Every part reads an index, and
+-- what it reads is what is there, never the history nor a fixed range (ADR 0156):
+--   heads   the earliest job of each queue in jobs_claim, by a loose index scan: one probe
+--           per queue (the next queue's first entry), due or not; a head not due yet means
+--           no job of its queue in jobs_claim is due;
+--   levels  the earliest job of each (queue, priority) in jobs_prioritized (due jobs with a
+--           priority, migration 0010), by a loose index scan: one probe per level present,
+--           the next lower level of the queue, else the next queue's highest;
+--   done    the jobs finished in the window, found by finish time through jobs_finished and
+--           jobs_died (migration 0008): what the window holds.
+-- So its estimated cost does not scale with the queues table's row estimate (1,200 for a
+-- table never analysed, as small tables stay): the earlier form, a subquery per queues row
+-- probing a fixed series of 201 levels, was estimated above jit_above_cost and paid 100-400
+-- ms of JIT compilation on every call.
+WITH RECURSIVE heads AS (
+    (SELECT j.queue, j.run_at FROM {schema}.jobs AS j
+     WHERE j.status IN ('pending', 'scheduled', 'retry') AND (j.priority = 0 OR j.status <> 'pending')
+     ORDER BY j.queue, j.run_at LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.run_at FROM heads AS h CROSS JOIN LATERAL (
+        SELECT j.queue, j.run_at FROM {schema}.jobs AS j
+        WHERE j.status IN ('pending', 'scheduled', 'retry') AND (j.priority = 0 OR j.status <> 'pending')
+          AND j.queue > h.queue
+        ORDER BY j.queue, j.run_at LIMIT 1
+    ) AS n
+),
+levels AS (
+    (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+     WHERE j.status = 'pending' AND j.priority <> 0
+     ORDER BY j.queue, j.priority DESC, j.run_at LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.priority, n.run_at FROM levels AS l CROSS JOIN LATERAL (
+        SELECT * FROM (
+            (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+             WHERE j.status = 'pending' AND j.priority <> 0 AND j.queue = l.queue AND j.priority < l.priority
+             ORDER BY j.priority DESC, j.run_at LIMIT 1)
+            UNION ALL
+            (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+             WHERE j.status = 'pending' AND j.priority <> 0 AND j.queue > l.queue
+             ORDER BY j.queue, j.priority DESC, j.run_at LIMIT 1)
+        ) AS next
+        LIMIT 1
+    ) AS n
+),
+oldest AS (
+    SELECT queue, min(run_at) AS run_at FROM (
+        SELECT queue, run_at FROM heads WHERE run_at <= {now}
+        UNION ALL
+        SELECT queue, run_at FROM levels
+    ) AS due GROUP BY queue
+),
+done AS (
     SELECT queue, count(*) AS n FROM (
         SELECT queue FROM {schema}.jobs
         WHERE status = 'completed' AND finished_at > {now} - make_interval(secs => %(window)s)
@@ -720,25 +768,9 @@ WITH done AS (
         WHERE status = 'dead' AND finished_at > {now} - make_interval(secs => %(window)s)
     ) AS f GROUP BY queue
 )
-SELECT q.name,
-    extract(epoch FROM {now} - least(
-        (SELECT min(j.run_at) FROM {schema}.jobs AS j
-         WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry')
-           AND (j.priority = 0 OR j.status <> 'pending') AND j.run_at <= {now}),
-        -- due jobs with a priority: the first of each level (jobs_prioritized, 0010)
-        (SELECT min(p.run_at) FROM generate_series(-100, 100) AS l(level)
-         CROSS JOIN LATERAL (
-             SELECT j.run_at FROM {schema}.jobs AS j
-             WHERE j.queue = q.name AND j.status = 'pending' AND j.priority = l.level
-               AND j.priority <> 0
-             ORDER BY j.run_at LIMIT 1
-         ) AS p
-         WHERE EXISTS (
-             SELECT 1 FROM {schema}.jobs AS e
-             WHERE e.queue = q.name AND e.status = 'pending' AND e.priority <> 0))
-    ))::float8,
-    coalesce(done.n, 0)
+SELECT q.name, extract(epoch FROM {now} - oldest.run_at)::float8, coalesce(done.n, 0)
 FROM {schema}.queues AS q
+LEFT JOIN oldest ON oldest.queue = q.name
 LEFT JOIN done ON done.queue = q.name
 ORDER BY q.name;
 
