@@ -632,12 +632,30 @@ SELECT {job_columns} FROM {schema}.jobs AS t WHERE id = %(id)s;
 
 
 -- name: list_jobs
--- One page of jobs in a status (optionally one queue and/or one type), oldest first; one
--- extra row tells whether another page follows.
+-- One page of unfinished jobs in a status (optionally one queue and/or one type), first
+-- enqueued first; one extra row tells whether another page follows. The status's jobs come
+-- through its partial indexes. The two priority arms are always true: they let the planner
+-- read pending jobs through both of theirs (jobs_claim at priority 0, jobs_prioritized the
+-- others: migration 0010), where `status = 'pending'` alone matches neither and the plan
+-- read the whole table (ADR 0156).
 SELECT {job_columns} FROM {schema}.jobs AS t
 WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (priority = 0 OR priority <> 0)
 ORDER BY created_at, id
+LIMIT %(limit)s + 1 OFFSET %(offset)s;
+
+
+-- name: list_finished_jobs
+-- One page of finished jobs (completed, cancelled or dead; optionally one queue and/or one
+-- type), first finished first; one extra row tells whether another page follows. Read in
+-- finish order through jobs_finished or jobs_died, so a page costs its offset and length,
+-- not the history: in enqueue order, every page sorted all retained jobs of its status
+-- (ADR 0156).
+SELECT {job_columns} FROM {schema}.jobs AS t
+WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+ORDER BY finished_at, id
 LIMIT %(limit)s + 1 OFFSET %(offset)s;
 
 
