@@ -56,15 +56,17 @@ FILL = (
          (SELECT ARRAY['default', 'emails', 'reports', 'billing'] AS names) AS q
     """,
     """
-    -- The live jobs: a backlog of pending jobs (a third prioritized), scheduled and retrying
-    -- ones due later, running ones, jobs waiting for a parent, and limited ones.
+    -- The live jobs: a backlog of pending jobs (a third prioritized), scheduled jobs due
+    -- later, retrying ones of which half are due (not promoted yet), running ones, jobs
+    -- waiting for a parent, and limited ones.
     INSERT INTO {s}.jobs (id, queue, type, status, payload, run_at, created_at, started_at,
                           lease_token, lease_expires_at, worker_id, attempt, max_retries,
                           max_recoveries, priority, limit_key, limit_concurrency, parents_left)
     SELECT lpad(to_hex(%(retained)s + g), 32, '0')::uuid, q.names[1 + g %% 4], 'app:task', s.status,
            json_build_object('i', g),
-           now() + CASE s.status WHEN 'scheduled' THEN interval '1 hour' WHEN 'retry' THEN interval '30 s'
-                                 ELSE -interval '1 min' END * random(),
+           now() + CASE s.status WHEN 'scheduled' THEN interval '1 hour' * random()
+                                 WHEN 'retry' THEN interval '30 s' * (random() - 0.5)
+                                 ELSE -interval '1 min' * random() END,
            now() - interval '1 min', CASE s.status WHEN 'active' THEN now() END,
            CASE s.status WHEN 'active' THEN g END,
            CASE s.status WHEN 'active' THEN now() + interval '30 s' END,

@@ -246,11 +246,14 @@ SELECT (SELECT count(*) FROM created) > 0,
 -- (priority DESC, run_at, seq) (ADR 0145). The nested loop stops as soon as the limit is
 -- reached, so later queues are not even read (or locked) when earlier ones fill the claim.
 -- A queue is read in three legs, each stopping once the limit is reached: due jobs above
--- the default priority (jobs_prioritized, which holds only due jobs with a priority), then
--- the default priority (an index range scan of jobs_claim, as before priorities), then
--- those below it. With no prioritized job the first leg is one probe of an empty index. A
--- prioritized scheduled/retry job is claimable once promoted (workers promote about every
--- second; migration 0010). The caller sorts the rows by (pos, -priority, run_at, seq).
+-- the default priority, then the default priority (an index range scan of jobs_claim, as
+-- before priorities, which holds scheduled and retry jobs of every priority too), then
+-- those below it. A prioritized leg takes, by (priority DESC, run_at, seq), the pending
+-- jobs of jobs_prioritized and the scheduled/retry ones that are due but not promoted yet
+-- (jobs_prioritized_delayed, migration 0011: only those due since the last promote pass),
+-- so they are claimed the moment they are due, as plain jobs are (ADR 0156). With no
+-- prioritized job each leg is two probes of empty index ranges. The caller sorts the rows
+-- by (pos, -priority, run_at, seq).
 -- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
 -- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
 -- again, and the ack that follows is durable, which makes the claim before it durable too.
@@ -276,14 +279,30 @@ picked AS MATERIALIZED (
     SELECT j.id, q.pos
     FROM open_queues AS q
     CROSS JOIN LATERAL (
-        -- Each leg locks in a subquery of its own: FOR UPDATE may not sit beside UNION.
-        SELECT id FROM (
-            SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
-            ORDER BY priority DESC, run_at, seq
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED
+        -- Each read locks in a subquery of its own: FOR UPDATE may not sit beside UNION. The
+        -- two reads of a prioritized leg are sorted together (FOR UPDATE forgets the order of
+        -- its rows, so they cannot be merged lazily): when due jobs wait to be promoted, the
+        -- leg locks up to %(limit)s rows it does not return, until the statement ends.
+        (SELECT id FROM (
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS pending
+            UNION ALL
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status IN ('scheduled', 'retry') AND priority > 0
+                  AND run_at <= {now} AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS due
         ) AS above
+        ORDER BY priority DESC, run_at, seq
+        LIMIT %(limit)s)
         UNION ALL
         SELECT id FROM (
             SELECT id FROM {schema}.jobs
@@ -294,13 +313,26 @@ picked AS MATERIALIZED (
             FOR UPDATE SKIP LOCKED
         ) AS plain
         UNION ALL
-        SELECT id FROM (
-            SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
-            ORDER BY priority DESC, run_at, seq
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED
+        (SELECT id FROM (
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS pending
+            UNION ALL
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status IN ('scheduled', 'retry') AND priority < 0
+                  AND run_at <= {now} AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS due
         ) AS below
+        ORDER BY priority DESC, run_at, seq
+        LIMIT %(limit)s)
         LIMIT %(limit)s
     ) AS j
     LIMIT %(limit)s
