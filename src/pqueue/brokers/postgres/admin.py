@@ -116,8 +116,8 @@ class PostgresAdmin(BrokerCore):
         status = page_request(status, limit, offset, queue=queue, type=type)
         params = {"status": status.value, "queue": queue, "type": type, "limit": limit, "offset": offset}
         # Final statuses hold the history: listed in finish order, through its index (ADR 0156).
-        query = "list_finished_jobs" if status.is_final else "list_jobs"
-        rows = yield (self._q[query], params, False)
+        query = self._q["list_finished_jobs"] if status.is_final else self._q["list_jobs"]
+        rows = yield (query, params, False)
         jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
 

@@ -78,7 +78,7 @@ class JobPriorityContract:
         low = await put(broker, priority=-5, delay=5)
         pending_high, pending_low = await put_all(broker, [3, -7])
         clock.advance(6)
-        claimed = []
+        claimed: list[str] = []
         while leases := await broker.claim(["default"], worker_id=WORKER, limit=1, lease_for=LEASE):
             claimed.extend(lease.job.id for lease in leases)
         assert claimed == [high, pending_high, plain, low, pending_low]
