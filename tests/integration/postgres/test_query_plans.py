@@ -1,8 +1,8 @@
 """Every named query's plan over a realistically sized table: no JIT, no sequential scan of jobs.
 
 Stock Postgres (Debian's, most managed services) runs with ``jit = on``: a plan whose
-estimated cost passes ``jit_above_cost`` (100,000) pays 100-400 ms of LLVM compilation
-on every call, and the ``activity`` query once did so on each ``stats()`` (issue 34, ADR
+estimated cost passes ``jit_above_cost`` (100,000) pays LLVM compilation, 100 ms and
+more, on every call, and the ``activity`` query once did so on each ``stats()`` (issue 34, ADR
 0156). So each query of ``queries.sql`` is EXPLAINed here, with the arguments the broker
 would pass (``SAMPLES``), over 200,000 retained jobs with priorities in this test's own
 schema, in a session with JIT on at the default thresholds; a plan with a JIT section or
@@ -27,6 +27,7 @@ from psycopg import sql
 
 from pqueue.brokers.postgres import migrate
 from pqueue.brokers.postgres.sql import queries_for
+from tests.conftest import service_url
 
 RETAINED = 200_000
 """Completed, cancelled and dead jobs kept (within the retention window)."""
@@ -276,20 +277,19 @@ SAMPLES: dict[str, Sample | list[Sample] | str] = {
 EXPLAINed. ``now`` is added (NULL: the server's clock, as in production)."""
 
 MAY_SCAN_JOBS = {
-    # The bulk export (Inspector.scan_jobs: the Spark reader, history export by day): it
-    # returns every job of its statuses since a time, in one slice of seq, through a
-    # server-side cursor. When that is much of the table, reading the table in order is the
-    # cheapest plan there is; it runs once per export, not per call, and JIT is checked.
-    "scan_jobs",
+    "scan_jobs": (
+        "the bulk export (Inspector.scan_jobs: the Spark reader, the history export by day) "
+        "returns every job of its statuses since a time, in one slice of seq, through a "
+        "server-side cursor: when that is much of the table, reading the table in order is "
+        "the cheapest plan there is, run once per export; its JIT is still checked"
+    ),
 }
-"""Queries whose plan may read jobs sequentially, each with the reason why."""
+"""Queries whose plan may read jobs sequentially, with the reason why."""
 
 
 @pytest.fixture(scope="module")
-def filled(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+def filled() -> Iterator[tuple[str, str]]:
     """(server URL, schema): a migrated schema of this module's own, filled and analysed."""
-    from tests.conftest import service_url
-
     url = service_url("postgres")
     assert url is not None
     schema = f"pqplan{uuid.uuid4().hex[:12]}"
@@ -350,5 +350,5 @@ def test_no_named_query_is_jit_compiled_or_scans_jobs(filled: tuple[str, str]) -
                     [(answer,)] = conn.execute(text, {**arguments, "now": None}).fetchall()  # type: ignore[arg-type]
                 plan = answer[0] if isinstance(answer, list) else json.loads(answer)[0]
                 if found := _faults(plan, may_scan=name in MAY_SCAN_JOBS):
-                    faults.setdefault(name, []).extend(f"{found} with {arguments}" for found in found)
+                    faults.setdefault(name, []).extend(f"{fault} with {arguments}" for fault in found)
     assert faults == {}, json.dumps(faults, indent=1)
