@@ -115,7 +115,9 @@ class PostgresAdmin(BrokerCore):
         """``list_jobs`` as steps (pqueue.steps): the asyncio broker and the sync client drive it."""
         status = page_request(status, limit, offset, queue=queue, type=type)
         params = {"status": status.value, "queue": queue, "type": type, "limit": limit, "offset": offset}
-        rows = yield (self._q["list_jobs"], params, False)
+        # Final statuses hold the history: listed in finish order, through its index (ADR 0156).
+        query = self._q["list_finished_jobs"] if status.is_final else self._q["list_jobs"]
+        rows = yield (query, params, False)
         jobs = tuple(_listed(row, status) for row in rows[:limit])
         return JobPage(jobs, offset + limit if len(rows) > limit else None)
 

@@ -12,7 +12,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlunsplit
 
 import psycopg
 
@@ -81,7 +81,9 @@ class PostgresConfig:
             hint=" (libpq's parameters, such as sslmode, go in the DSN)",
         )
         ours.update(options or {})
-        conninfo = urlunsplit(parts._replace(query=urlencode(libpq)))
+        # quote, not urlencode's default quote_plus: libpq decodes %XX only, so a "+" for a
+        # space would reach the server ("-c+jit=off" in options is refused).
+        conninfo = urlunsplit(parts._replace(query=urlencode(libpq, quote_via=quote)))
         return cls(
             conninfo=conninfo,
             schema=validate_schema(str(ours.get("schema", DEFAULT_SCHEMA))),

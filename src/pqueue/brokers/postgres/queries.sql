@@ -246,11 +246,14 @@ SELECT (SELECT count(*) FROM created) > 0,
 -- (priority DESC, run_at, seq) (ADR 0145). The nested loop stops as soon as the limit is
 -- reached, so later queues are not even read (or locked) when earlier ones fill the claim.
 -- A queue is read in three legs, each stopping once the limit is reached: due jobs above
--- the default priority (jobs_prioritized, which holds only due jobs with a priority), then
--- the default priority (an index range scan of jobs_claim, as before priorities), then
--- those below it. With no prioritized job the first leg is one probe of an empty index. A
--- prioritized scheduled/retry job is claimable once promoted (workers promote about every
--- second; migration 0010). The caller sorts the rows by (pos, -priority, run_at, seq).
+-- the default priority, then the default priority (an index range scan of jobs_claim, as
+-- before priorities, which holds scheduled and retry jobs of every priority too), then
+-- those below it. A prioritized leg takes, by (priority DESC, run_at, seq), the pending
+-- jobs of jobs_prioritized and the scheduled/retry ones that are due but not promoted yet
+-- (jobs_prioritized_delayed, migration 0011: only those due since the last promote pass),
+-- so they are claimed the moment they are due, as plain jobs are (ADR 0156). With no
+-- prioritized job each leg is two probes of empty index ranges. The caller sorts the rows
+-- by (pos, -priority, run_at, seq).
 -- The claim commits without waiting for its WAL flush (`relaxed`, local to this statement's
 -- transaction; ADR 0052): a claim lost in a server crash only makes its jobs claimable
 -- again, and the ack that follows is durable, which makes the claim before it durable too.
@@ -276,14 +279,30 @@ picked AS MATERIALIZED (
     SELECT j.id, q.pos
     FROM open_queues AS q
     CROSS JOIN LATERAL (
-        -- Each leg locks in a subquery of its own: FOR UPDATE may not sit beside UNION.
-        SELECT id FROM (
-            SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
-            ORDER BY priority DESC, run_at, seq
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED
+        -- Each read locks in a subquery of its own: FOR UPDATE may not sit beside UNION. The
+        -- two reads of a prioritized leg are sorted together (FOR UPDATE forgets the order of
+        -- its rows, so they cannot be merged lazily): when due jobs wait to be promoted, the
+        -- leg locks up to %(limit)s rows it does not return, until the statement ends.
+        (SELECT id FROM (
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status = 'pending' AND priority > 0 AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS pending
+            UNION ALL
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status IN ('scheduled', 'retry') AND priority > 0
+                  AND run_at <= {now} AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS due
         ) AS above
+        ORDER BY priority DESC, run_at, seq
+        LIMIT %(limit)s)
         UNION ALL
         SELECT id FROM (
             SELECT id FROM {schema}.jobs
@@ -294,13 +313,26 @@ picked AS MATERIALIZED (
             FOR UPDATE SKIP LOCKED
         ) AS plain
         UNION ALL
-        SELECT id FROM (
-            SELECT id FROM {schema}.jobs
-            WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
-            ORDER BY priority DESC, run_at, seq
-            LIMIT %(limit)s
-            FOR UPDATE SKIP LOCKED
+        (SELECT id FROM (
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status = 'pending' AND priority < 0 AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS pending
+            UNION ALL
+            SELECT * FROM (
+                SELECT id, priority, run_at, seq FROM {schema}.jobs
+                WHERE queue = q.name AND status IN ('scheduled', 'retry') AND priority < 0
+                  AND run_at <= {now} AND limit_key IS NULL
+                ORDER BY priority DESC, run_at, seq
+                LIMIT %(limit)s
+                FOR UPDATE SKIP LOCKED
+            ) AS due
         ) AS below
+        ORDER BY priority DESC, run_at, seq
+        LIMIT %(limit)s)
         LIMIT %(limit)s
     ) AS j
     LIMIT %(limit)s
@@ -634,12 +666,30 @@ SELECT {job_columns} FROM {schema}.jobs AS t WHERE id = %(id)s;
 
 
 -- name: list_jobs
--- One page of jobs in a status (optionally one queue and/or one type), oldest first; one
--- extra row tells whether another page follows.
+-- One page of unfinished jobs in a status (optionally one queue and/or one type), first
+-- enqueued first; one extra row tells whether another page follows. The status's jobs come
+-- through its partial indexes. The two priority arms are always true: they let the planner
+-- read pending jobs through both of theirs (jobs_claim at priority 0, jobs_prioritized the
+-- others: migration 0010), where `status = 'pending'` alone matches neither and the plan
+-- read the whole table (ADR 0156).
 SELECT {job_columns} FROM {schema}.jobs AS t
 WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(type)s::text IS NULL OR type = %(type)s::text)
+  AND (priority = 0 OR priority <> 0)
 ORDER BY created_at, id
+LIMIT %(limit)s + 1 OFFSET %(offset)s;
+
+
+-- name: list_finished_jobs
+-- One page of finished jobs (completed, cancelled or dead; optionally one queue and/or one
+-- type), first finished first; one extra row tells whether another page follows. Read in
+-- finish order through jobs_finished or jobs_died, so a page costs its offset and length,
+-- not the history: in enqueue order, every page sorted all retained jobs of its status
+-- (ADR 0156).
+SELECT {job_columns} FROM {schema}.jobs AS t
+WHERE status = %(status)s AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(type)s::text IS NULL OR type = %(type)s::text)
+ORDER BY finished_at, id
 LIMIT %(limit)s + 1 OFFSET %(offset)s;
 
 
@@ -709,11 +759,59 @@ SELECT count(*) FROM gone;
 
 
 -- name: activity
--- Per queue: seconds since the oldest due waiting job became due (NULL when none waits;
--- the claim index answers it) and the jobs finished (completed or dead) in the window,
--- found by finish time through jobs_finished and jobs_died (migration 0008): what the
--- window holds, never the history.
-WITH done AS (
+-- Per queue: seconds since the oldest due waiting job became due (NULL when none waits)
+-- and the jobs finished (completed or dead) in the window. Every part reads an index, and
+-- what it reads is what is there, never the history nor a fixed range (ADR 0156):
+--   heads   the earliest job of each queue in jobs_claim, by a loose index scan: one probe
+--           per queue (the next queue's first entry), due or not; a head not due yet means
+--           no job of its queue in jobs_claim is due;
+--   levels  the earliest job of each (queue, priority) in jobs_prioritized (due jobs with a
+--           priority, migration 0010), by a loose index scan: one probe per level present,
+--           the next lower level of the queue, else the next queue's highest;
+--   done    the jobs finished in the window, found by finish time through jobs_finished and
+--           jobs_died (migration 0008): what the window holds.
+-- So its estimated cost does not scale with the queues table's row estimate (1,200 for a
+-- table never analysed, as small tables stay): the earlier form, a subquery per queues row
+-- probing a fixed series of 201 levels, was estimated above jit_above_cost and paid 100-400
+-- ms of JIT compilation on every call.
+WITH RECURSIVE heads AS (
+    (SELECT j.queue, j.run_at FROM {schema}.jobs AS j
+     WHERE j.status IN ('pending', 'scheduled', 'retry') AND (j.priority = 0 OR j.status <> 'pending')
+     ORDER BY j.queue, j.run_at LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.run_at FROM heads AS h CROSS JOIN LATERAL (
+        SELECT j.queue, j.run_at FROM {schema}.jobs AS j
+        WHERE j.status IN ('pending', 'scheduled', 'retry') AND (j.priority = 0 OR j.status <> 'pending')
+          AND j.queue > h.queue
+        ORDER BY j.queue, j.run_at LIMIT 1
+    ) AS n
+),
+levels AS (
+    (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+     WHERE j.status = 'pending' AND j.priority <> 0
+     ORDER BY j.queue, j.priority DESC, j.run_at LIMIT 1)
+    UNION ALL
+    SELECT n.queue, n.priority, n.run_at FROM levels AS l CROSS JOIN LATERAL (
+        SELECT * FROM (
+            (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+             WHERE j.status = 'pending' AND j.priority <> 0 AND j.queue = l.queue AND j.priority < l.priority
+             ORDER BY j.priority DESC, j.run_at LIMIT 1)
+            UNION ALL
+            (SELECT j.queue, j.priority, j.run_at FROM {schema}.jobs AS j
+             WHERE j.status = 'pending' AND j.priority <> 0 AND j.queue > l.queue
+             ORDER BY j.queue, j.priority DESC, j.run_at LIMIT 1)
+        ) AS next
+        LIMIT 1
+    ) AS n
+),
+oldest AS (
+    SELECT queue, min(run_at) AS run_at FROM (
+        SELECT queue, run_at FROM heads WHERE run_at <= {now}
+        UNION ALL
+        SELECT queue, run_at FROM levels
+    ) AS due GROUP BY queue
+),
+done AS (
     SELECT queue, count(*) AS n FROM (
         SELECT queue FROM {schema}.jobs
         WHERE status = 'completed' AND finished_at > {now} - make_interval(secs => %(window)s)
@@ -722,25 +820,9 @@ WITH done AS (
         WHERE status = 'dead' AND finished_at > {now} - make_interval(secs => %(window)s)
     ) AS f GROUP BY queue
 )
-SELECT q.name,
-    extract(epoch FROM {now} - least(
-        (SELECT min(j.run_at) FROM {schema}.jobs AS j
-         WHERE j.queue = q.name AND j.status IN ('pending', 'scheduled', 'retry')
-           AND (j.priority = 0 OR j.status <> 'pending') AND j.run_at <= {now}),
-        -- due jobs with a priority: the first of each level (jobs_prioritized, 0010)
-        (SELECT min(p.run_at) FROM generate_series(-100, 100) AS l(level)
-         CROSS JOIN LATERAL (
-             SELECT j.run_at FROM {schema}.jobs AS j
-             WHERE j.queue = q.name AND j.status = 'pending' AND j.priority = l.level
-               AND j.priority <> 0
-             ORDER BY j.run_at LIMIT 1
-         ) AS p
-         WHERE EXISTS (
-             SELECT 1 FROM {schema}.jobs AS e
-             WHERE e.queue = q.name AND e.status = 'pending' AND e.priority <> 0))
-    ))::float8,
-    coalesce(done.n, 0)
+SELECT q.name, extract(epoch FROM {now} - oldest.run_at)::float8, coalesce(done.n, 0)
 FROM {schema}.queues AS q
+LEFT JOIN oldest ON oldest.queue = q.name
 LEFT JOIN done ON done.queue = q.name
 ORDER BY q.name;
 

@@ -126,6 +126,12 @@ def _jobs(md: MetaData, schema: str) -> Table:
             "seq",
             postgresql_where=text("status = 'pending' AND priority <> 0"),
         ),
+        # migration 0011: prioritized jobs waiting to be due, claimed once due (ADR 0156)
+        Index(
+            "jobs_prioritized_delayed",
+            "run_at",
+            postgresql_where=text("status IN ('scheduled', 'retry') AND priority <> 0"),
+        ),
         # migration 0008: counts and activity without reading the history (ADR 0139)
         Index("jobs_waiting", "queue", postgresql_where=text("status = 'waiting'")),
         Index("jobs_died", "finished_at", postgresql_where=text("status = 'dead'")),

@@ -15,7 +15,7 @@ from pqueue.clock import ManualClock
 from pqueue.job import JobStatus
 from pqueue.limits import Limit
 from pqueue.spec import build_spec
-from pqueue.testing.contract.helpers import LEASE, boom, drain_ids, put, take, take_one
+from pqueue.testing.contract.helpers import LEASE, WORKER, boom, drain_ids, put, take, take_one
 
 
 async def put_all(broker: FullBroker, priorities: list[int], **options: Any) -> list[str]:
@@ -67,6 +67,32 @@ class JobPriorityContract:
         assert [lease.job.id for lease in await take(broker, limit=1)] == [now_ids[1]]
         clock.advance(11)
         assert await drain_ids(broker, batch=1) == [later, now_ids[0]]
+
+    async def test_delayed_jobs_are_claimed_by_priority_once_due_without_a_promote_pass(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        # A job is claimable by the next claim once due, whatever its priority: promote only
+        # relabels. No promote runs here (take() would run one), so nothing waits for it.
+        high = await put(broker, priority=5, delay=5)
+        plain = await put(broker, delay=5)
+        low = await put(broker, priority=-5, delay=5)
+        pending_high, pending_low = await put_all(broker, [3, -7])
+        clock.advance(6)
+        claimed: list[str] = []
+        while leases := await broker.claim(["default"], worker_id=WORKER, limit=1, lease_for=LEASE):
+            claimed.extend(lease.job.id for lease in leases)
+        assert claimed == [high, pending_high, plain, low, pending_low]
+
+    async def test_a_retried_job_is_claimed_by_priority_once_due_without_a_promote_pass(
+        self, broker: FullBroker, clock: ManualClock
+    ) -> None:
+        high = await put(broker, priority=5)
+        lease = await take_one(broker)
+        assert await broker.fail(lease, boom(), retry_in=1.0)
+        plain = await put(broker)
+        clock.advance(2)
+        leases = await broker.claim(["default"], worker_id=WORKER, limit=2, lease_for=LEASE)
+        assert [lease.job.id for lease in leases] == [high, plain]
 
     async def test_earlier_due_first_among_equal_priority(
         self, broker: FullBroker, clock: ManualClock
