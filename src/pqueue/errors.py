@@ -100,7 +100,12 @@ class BrokerUnreachable(BrokerUnavailable):
 class BrokerUnusable(BrokerError):
     """The broker's storage is in a state retrying cannot heal (a corrupt SQLite file, a
     schema missing, dropped or newer than this pqueue): an operator must act. A worker
-    that meets it logs one ERROR and exits with code 3 (docs/worker.md)."""
+    that meets it logs one ERROR and exits with :data:`EXIT_BROKER_UNUSABLE` (docs/worker.md)."""
+
+
+EXIT_BROKER_UNUSABLE = 3
+"""The exit code of a worker (or a pool of them) stopped by :class:`BrokerUnusable` (0 is a
+drain, 1 a failed start, 2 bad flags, 128 + N a second signal N)."""
 
 
 class SchemaError(BrokerUnusable):
