@@ -65,6 +65,11 @@ class LeaseLost(PQueueError):
     """The lease is no longer current: the job was recovered and may run elsewhere."""
 
 
+class NestedTransaction(PQueueError, RuntimeError):
+    """``job.transaction()`` was entered while another block of the same job is open: a job
+    completes once, in one transaction. Raised at the entry, before anything is written."""
+
+
 class NotSupported(PQueueError, NotImplementedError):
     """The backend does not offer this: ``capability`` names the missing
     :class:`~pqueue.broker.Capability` (e.g. ``transactional_completion``)."""
@@ -124,7 +129,18 @@ class ServerConfigError(BrokerError):
         self.value = value
 
 
-class SchemaError(BrokerError):
+class BrokerUnusable(BrokerError):
+    """The broker's storage is in a state retrying cannot heal (a corrupt SQLite file, a
+    schema missing, dropped or newer than this pqueue): an operator must act. A worker
+    that meets it logs one ERROR and exits with :data:`EXIT_BROKER_UNUSABLE` (docs/worker.md)."""
+
+
+EXIT_BROKER_UNUSABLE = 3
+"""The exit code of a worker (or a pool of them) stopped by :class:`BrokerUnusable` (0 is a
+drain, 1 a failed start, 2 bad flags, 128 + N a second signal N)."""
+
+
+class SchemaError(BrokerUnusable):
     """The broker's storage schema is missing or newer than this version knows."""
 
 

@@ -12,6 +12,8 @@ started after it, and a child whose start it interrupted still gets it. Exit cod
 :meth:`Supervisor.run`: 0 when every child stopped cleanly after the signal (drained,
 or ended by the forwarded signal itself before it had installed its handlers, so before
 it held any job); 1 when a child kept dying right after starting (the pool gave up);
+3 when a child stopped on a broker error retrying cannot heal (a damaged SQLite file, a
+schema dropped: the whole pool stops rather than restart children into it; ADR 0158);
 else the first non-zero exit code of a child, e.g. 143 (128 + SIGTERM) for a child
 forced out by a second signal.
 
@@ -32,6 +34,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
+
+from pqueue.errors import EXIT_BROKER_UNUSABLE
 
 log = logging.getLogger("pqueue.supervisor")
 
@@ -77,6 +81,8 @@ class Supervisor:
         """The size the pool is kept at (:meth:`resize`); ``processes`` is the size it starts at."""
         self.signals = 0
         self.gave_up = False
+        self.unusable = False
+        """A child stopped on a broker error retrying cannot heal: the pool stopped (exit 3)."""
         self._children: dict[int, _Child] = {}
         self._retiring: dict[int, _Child] = {}  # pid -> a child told to drain and leave
         self._restart_at: dict[int, tuple[float, int]] = {}  # slot -> (when, failures)
@@ -199,6 +205,17 @@ class Supervisor:
         """A child exited while the pool runs: restart it (after a back-off if it died young),
         or stop the pool when it keeps dying right after starting."""
         slot = child.slot
+        if code == EXIT_BROKER_UNUSABLE:
+            log.critical(
+                "worker process %d (pid %d) found the broker unusable (exit code %d; its log says why); "
+                "stopping all worker processes",
+                slot + 1,
+                child.proc.pid,
+                code,
+            )
+            self.unusable = True
+            self._on_signal(signal.SIGTERM, None)
+            return
         failures = child.failures + 1 if now - child.started < YOUNG else 0
         if failures >= GIVE_UP_AFTER:
             log.critical(
@@ -257,8 +274,14 @@ class Supervisor:
             if not self.signals:
                 self._apply_target()
             time.sleep(POLL)
+        return self._pool_code(codes)
+
+    def _pool_code(self, codes: dict[int, int]) -> int:
+        """The pool's exit code, once every child stopped (``codes``: theirs, by slot)."""
         bad = [code for code in codes.values() if code != 0]
         log.info("all worker processes stopped%s", f" (exit codes {sorted(codes.values())})" if bad else "")
         if self.gave_up:
             return 1
+        if self.unusable:
+            return EXIT_BROKER_UNUSABLE
         return bad[0] if bad else 0

@@ -12,7 +12,7 @@ import pytest
 
 from pqueue import supervisor
 
-NO_HANDLER = [sys.executable, "-c", "import time; time.sleep(30); raise SystemExit(3)"]
+NO_HANDLER = [sys.executable, "-c", "import time; time.sleep(30); raise SystemExit(4)"]
 """A child that has not installed signal handlers (yet): SIGTERM ends it at once."""
 
 
@@ -83,7 +83,7 @@ def test_children_get_the_environment_given(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_supervisor_gives_up_on_children_that_cannot_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(supervisor, "MAX_BACKOFF", 0.01)
-    pool = supervisor.Supervisor([sys.executable, "-c", "raise SystemExit(3)"], processes=2)
+    pool = supervisor.Supervisor([sys.executable, "-c", "raise SystemExit(4)"], processes=2)
     assert pool.run() == 1 and pool.gave_up
 
 
@@ -123,3 +123,12 @@ def test_resize_retires_the_newest_child_once_and_never_restarts_it(monkeypatch:
         "the retired child was signalled again"
     )
     assert pool.size == 0 and pool.target == 1 and not pool._retiring
+
+
+def test_a_child_that_found_the_broker_unusable_stops_the_pool_with_its_code() -> None:
+    """Exit code 3 (a damaged file, a dropped schema: ADR 0158) is not a crash to restart
+    into: the other children are stopped and the pool exits 3 too."""
+    unusable = [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1])); raise SystemExit(3)"]
+    pool = supervisor.Supervisor([*unusable, "0.2"], processes=2)
+    code = pool.run()
+    assert code == 3 and pool.unusable and not pool.gave_up

@@ -15,9 +15,10 @@ def add_parser(subparsers: Any) -> None:
         help="exit 0 if the broker answers and its schema is current",
         description="""
             Connect, ask the broker's server, and check its storage schema (Postgres migrations,
-            the Redis key layout) is the one this pqueue writes. Exits 0 and prints one line when
-            healthy; otherwise prints one line on stderr and exits 1. For scripts, container
-            health checks and readiness probes.
+            the Redis key layout) is the one this pqueue writes; on SQLite, also that every page
+            of the file is sound (PRAGMA quick_check). Exits 0 and prints one line when healthy;
+            otherwise prints one line on stderr naming the problem and exits 1. For scripts,
+            container health checks and readiness probes.
         """,
         examples=[
             "pqueue health --dsn postgresql://app@db/app || echo 'run: pqueue migrate'",

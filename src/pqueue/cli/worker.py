@@ -1,4 +1,5 @@
-"""``pqueue worker MODULE:ROUTER``: run jobs until SIGTERM/SIGINT, then drain and exit 0.
+"""``pqueue worker MODULE:ROUTER``: run jobs until SIGTERM/SIGINT, then drain and exit 0
+(exit 3 when the broker's storage becomes unusable: see :data:`DESCRIPTION`).
 
 Every flag has a ``PQUEUE_*`` environment variable (``--shutdown-timeout`` ->
 ``PQUEUE_SHUTDOWN_TIMEOUT``; the router is ``PQUEUE_ROUTER``). ``--processes N`` runs
@@ -89,6 +90,11 @@ Run the jobs of MODULE:ROUTER until SIGTERM/SIGINT, then drain and exit 0.
 A second signal exits at once (held jobs come back when their leases expire); a
 SIGTERM repeated within a second of the first counts as the same request.
 Every flag has an environment variable (--shutdown-timeout: PQUEUE_SHUTDOWN_TIMEOUT).
+
+Exit codes: 0 drained after a signal; 1 could not start (a bad DSN, import or schema);
+2 bad flags; 3 the broker's storage became unusable while serving (a damaged SQLite
+file, a schema dropped), which retrying cannot heal: one ERROR line says what to do;
+128+N forced out by a second signal N.
 """
 
 

@@ -28,6 +28,7 @@ from pqueue import cancellation
 from pqueue.broker_control import Controller
 from pqueue.errors import BrokerUnavailable
 from pqueue.job import Lease
+from pqueue.worker.fatal import Seen, never
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.settle import OUTAGE_RETRY
 from pqueue.worker.threads import HandlerThreads, JobTimeout, ThreadCall
@@ -101,11 +102,18 @@ class CancelListener:
     """The worker's loop over the broker's push channel for cancels of running jobs."""
 
     def __init__(
-        self, broker: Controller, on_cancel: Callable[[list[str]], None], stop: asyncio.Event
+        self,
+        broker: Controller,
+        on_cancel: Callable[[list[str]], None],
+        stop: asyncio.Event,
+        *,
+        fatal: Seen = never,
     ) -> None:
         self.broker = broker
         self.on_cancel = on_cancel
         self.stop = stop
+        self.fatal = fatal
+        """Sees each failure first: a fatal error is the worker's to report (pqueue.worker.fatal)."""
 
     @property
     def supported(self) -> bool:
@@ -120,7 +128,8 @@ class CancelListener:
         try:
             await self.broker.wait_for_cancels(0.0)
         except Exception as exc:  # noqa: BLE001 - the worker must start anyway
-            log.warning("cannot listen for cancels yet (%s: %s); retrying", type(exc).__name__, exc)
+            if not self.fatal(exc, "listening for cancels"):
+                log.warning("cannot listen for cancels yet (%s: %s); retrying", type(exc).__name__, exc)
 
     async def run(self) -> None:
         """Hand every id heard to ``on_cancel`` until ``stop`` is set."""
@@ -142,7 +151,9 @@ class CancelListener:
                     await self._nap(OUTAGE_RETRY)
                     continue
                 except Exception as exc:  # noqa: BLE001 - nothing may end the listener
-                    log.warning("listening for cancels failed (%s: %s); retrying", type(exc).__name__, exc)
+                    if not self.fatal(exc, "listening for cancels"):
+                        kind = type(exc).__name__
+                        log.warning("listening for cancels failed (%s: %s); retrying", kind, exc)
                     await self._nap(LISTEN_RETRY)
                     continue
                 if ids:

@@ -12,7 +12,15 @@ exactly once. The broker opens, acks in and ends the transaction
 - an exception in the block rolls everything back and the job is not completed: the
   worker records the failure and retries by the usual rules;
 - once the commit went through, the worker settles nothing more: it reports the job
-  completed, whatever the handler does after the block (ADR 0151).
+  completed, whatever the handler does after the block (ADR 0151);
+- one block per run at a time: a block entered while another of the same job is open
+  raises :class:`~pqueue.errors.NestedTransaction` at its entry, before anything is
+  written (nested, the inner block's ack made the outer one's commit fail; ADR 0158);
+- the commit is the point of no return for a timeout: until it begins, the timeout wins
+  (a sync handler's block that reaches its end after the timeout rolls back with
+  :class:`~pqueue.worker.threads.JobTimeout`, even when the handler swallowed the one
+  raised in its thread); once it has begun, the worker waits for it and a commit that
+  went through completes the job (ADR 0158).
 
 Async handlers use ``async with``, sync handlers (run on the worker's threads) ``with``;
 both find their run through a context variable the executor sets, which the copied
@@ -23,17 +31,27 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pqueue.broker import AckTransaction, AckTransactionSync, Capability, CompletionTransactions
-from pqueue.errors import LeaseLost, NotSupported
+from pqueue.errors import LeaseLost, NestedTransaction, NotSupported
+from pqueue.worker.threads import JobTimeout
 
 if TYPE_CHECKING:
     from pqueue.broker import FullBroker
     from pqueue.job import Job, Lease
+    from pqueue.worker.threads import ThreadCall
+
+Run = tuple[str, str]
+"""(job id, lease token): one run of a job; the token tells a zombie run of the same job apart."""
+
+
+def run_of(lease: Lease) -> Run:
+    return (lease.job.id, lease.token)
 
 
 class Completions:
@@ -51,19 +69,77 @@ class Completions:
         """Marks the lease as being settled, so a heartbeat refused after the commit is no loss."""
         self.encode = encode
         """The result's JSON text, as the worker stores a handler's return value."""
-        self.committed: set[tuple[str, str]] = set()
-        """(job id, lease token) of runs whose handler committed their job's completion; the
-        executor takes them out. The token tells a zombie run of the same job apart."""
+        self.committed: set[Run] = set()
+        """Runs whose handler committed their job's completion; the executor takes them out."""
+        self._lock = threading.Lock()
+        self._open: set[Run] = set()
+        """Runs with a block open (entered, not yet ended)."""
+        self._committing: dict[Run, threading.Event] = {}
+        """Runs whose block has begun its ack and commit; the event is set when the block ends."""
+        self._timed_out: dict[Run, ThreadCall] = {}
+        """Sync runs past their timeout, whose blocks may no longer commit, until their thread ends."""
 
     def take(self, lease: Lease) -> bool:
         """Whether this run completed its job in its handler's transaction (forgets it)."""
         if not self.committed:
             return False
-        run = (lease.job.id, lease.token)
+        run = run_of(lease)
         if run in self.committed:
             self.committed.discard(run)
             return True
         return False
+
+    # -- the rules of a block's life (called from the handler's task or thread) ----------
+
+    def opening(self, lease: Lease) -> None:
+        """A block of this run begins: refused while another is open, or past the timeout."""
+        run = run_of(lease)
+        with self._lock:
+            if run in self._open:
+                raise NestedTransaction(
+                    f"job {lease.job.id}: job.transaction() entered while another block of this job is "
+                    "open; a job completes once, in one transaction: write in the open block"
+                )
+            if run in self._timed_out:
+                raise _timed_out(lease, "before this block began")
+            self._open.add(run)
+
+    def committing(self, lease: Lease) -> None:
+        """The block ended cleanly and is about to ack and commit: refused past the timeout."""
+        run = run_of(lease)
+        with self._lock:
+            if run in self._timed_out:
+                raise _timed_out(lease, "before its block could commit")
+            self._committing[run] = threading.Event()
+
+    def closed(self, lease: Lease) -> None:
+        """The block ended (committed or rolled back)."""
+        run = run_of(lease)
+        with self._lock:
+            self._open.discard(run)
+            ended = self._committing.pop(run, None)
+        if ended is not None:
+            ended.set()
+
+    def time_out(self, lease: Lease, call: ThreadCall) -> threading.Event | None:
+        """A sync handler reached its timeout: from now on its blocks may not commit; or, when
+        one is committing already, the event set once that commit has ended (it decides)."""
+        run = run_of(lease)
+        with self._lock:
+            committing = self._committing.get(run)
+            if committing is not None:
+                return committing
+            if self._timed_out:  # forget the runs whose thread has ended since
+                self._timed_out = {r: c for r, c in self._timed_out.items() if not c.done}
+            self._timed_out[run] = call
+            return None
+
+
+def _timed_out(lease: Lease, when: str) -> JobTimeout:
+    return JobTimeout(
+        f"job {lease.job.id} ran past its timeout {when}; its transaction was rolled back "
+        "(the job was failed as timed out)"
+    )
 
 
 _RUN: contextvars.ContextVar[tuple[Completions, Lease] | None] = contextvars.ContextVar(
@@ -126,17 +202,40 @@ class JobTransaction:
     # -- async handlers ---------------------------------------------------------------
 
     async def __aenter__(self) -> Any:
-        self._open = self._broker.ack_transaction(self._conn)
-        self._tx = await self._open.__aenter__()
+        self._completions.opening(self._lease)
+        try:
+            self._open = self._broker.ack_transaction(self._conn)
+            self._tx = await self._open.__aenter__()
+        except BaseException:
+            self._completions.closed(self._lease)
+            raise
         return self._tx.connection
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         assert self._open is not None
-        if exc is not None:
-            return await self._open.__aexit__(kind, exc, tb)  # rolls back
         try:
+            if exc is not None:
+                return await self._open.__aexit__(kind, exc, tb)  # rolls back
+            # A cancel (the timeout's, a drain's) that lands while the ack and commit run must
+            # not leave their outcome unknown: it waits for them, then goes on cancelling.
+            ending = asyncio.ensure_future(self._commit())
+            try:
+                await asyncio.shield(ending)
+            except asyncio.CancelledError:
+                await asyncio.wait({ending})
+                if not ending.cancelled():
+                    ending.exception()  # retrieved: the cancel is what the handler sees
+                raise
+            return None
+        finally:
+            self._completions.closed(self._lease)
+
+    async def _commit(self) -> None:
+        assert self._open is not None
+        try:
+            self._completions.committing(self._lease)
             self._completions.settling(self._lease)
             if not await self._tx.ack(self._lease, self._result_json()):
                 raise self._lost()
@@ -144,8 +243,7 @@ class JobTransaction:
             await self._open.__aexit__(type(failure), failure, failure.__traceback__)
             raise
         await self._open.__aexit__(None, None, None)  # commits
-        self._completions.committed.add((self._lease.job.id, self._lease.token))
-        return None
+        self._completions.committed.add(run_of(self._lease))
 
     # -- sync handlers ------------------------------------------------------------------
 
@@ -156,24 +254,33 @@ class JobTransaction:
             pass
         else:
             raise TypeError("in an async handler use 'async with job.transaction()'")
-        self._open_sync = self._broker.ack_transaction_sync(self._conn)
-        self._tx_sync = self._open_sync.__enter__()
+        self._completions.opening(self._lease)
+        try:
+            self._open_sync = self._broker.ack_transaction_sync(self._conn)
+            self._tx_sync = self._open_sync.__enter__()
+        except BaseException:
+            self._completions.closed(self._lease)
+            raise
         return self._tx_sync.connection
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         assert self._open_sync is not None
-        if exc is not None:
-            return self._open_sync.__exit__(kind, exc, tb)
         try:
-            self._completions.settling(self._lease)
-            if not self._tx_sync.ack(self._lease, self._result_json()):
-                raise self._lost()
-        except BaseException as failure:
-            self._open_sync.__exit__(type(failure), failure, failure.__traceback__)
-            raise
-        self._open_sync.__exit__(None, None, None)
-        # set.add from the handler thread: atomic under the GIL
-        self._completions.committed.add((self._lease.job.id, self._lease.token))
-        return None
+            if exc is not None:
+                return self._open_sync.__exit__(kind, exc, tb)
+            try:
+                self._completions.committing(self._lease)  # refused once the timeout struck
+                self._completions.settling(self._lease)
+                if not self._tx_sync.ack(self._lease, self._result_json()):
+                    raise self._lost()
+            except BaseException as failure:
+                self._open_sync.__exit__(type(failure), failure, failure.__traceback__)
+                raise
+            self._open_sync.__exit__(None, None, None)
+            # set.add from the handler thread: atomic under the GIL
+            self._completions.committed.add(run_of(self._lease))
+            return None
+        finally:
+            self._completions.closed(self._lease)

@@ -171,10 +171,19 @@ class Executor:
             async with asyncio.timeout(timeout):
                 return await call.future
         except TimeoutError:
+            await self._commit_decides(lease, call)
             stack = self.threads.interrupt(call)
             error = _timeout(timeout, None)
             error.stack = stack
             return False, error
+
+    async def _commit_decides(self, lease: Lease, call: ThreadCall) -> None:
+        """At a sync handler's timeout, make its ``job.transaction()`` agree with it: a block
+        that has not begun to commit never will; one whose commit runs is waited for (up to
+        the lease), and a commit that goes through completes the job (ADR 0158)."""
+        committing = self.completions.time_out(lease, call)
+        if committing is not None:
+            await asyncio.to_thread(committing.wait, self.settings.lease)
 
     # -- outcomes ---------------------------------------------------------------------
 
@@ -223,7 +232,12 @@ class Executor:
         """Report a job its handler completed in its own transaction: nothing is left to
         settle (an ack would be refused, a fail must not undo a committed completion)."""
         job = lease.job
-        if raised is not None:
+        if isinstance(raised, JobTimeout):
+            log.warning(
+                "job %s (%s) reached its timeout once its transaction had begun to commit; "
+                "the commit completed it", job.id, job.type,
+            )  # fmt: skip
+        elif raised is not None:
             log.warning(
                 "job %s (%s) raised %s after its transaction had completed it; it stays completed",
                 job.id, job.type, type(raised).__name__,

@@ -24,6 +24,7 @@ from pqueue.errors import BrokerUnavailable
 from pqueue.job import JobSpec
 from pqueue.periodic import Schedule
 from pqueue.spec import build_spec
+from pqueue.worker.fatal import Seen, never
 
 log = logging.getLogger("pqueue.worker")
 
@@ -50,8 +51,11 @@ class Scheduler:
         *,
         ttl: float = SCHEDULE_TTL,
         refresh: float = REFRESH,
+        fatal: Seen = never,
     ) -> None:
         self.broker = broker
+        self.fatal = fatal
+        """Sees each failed pass first: a fatal error is the worker's to report (pqueue.worker.fatal)."""
         self.schedules = tuple(schedules)
         self.ttl = ttl
         self.refresh = min(refresh, ttl / 3)
@@ -97,7 +101,8 @@ class Scheduler:
                 log.debug("scheduler pass failed (%s); retrying", exc)
                 wait = 1.0
             except Exception as exc:  # noqa: BLE001 - nothing may end the scheduler
-                log.warning("scheduler pass failed (%s: %s); retrying", type(exc).__name__, exc)
+                if not self.fatal(exc, "scheduler pass"):
+                    log.warning("scheduler pass failed (%s: %s); retrying", type(exc).__name__, exc)
                 wait = RETRY_AFTER_ERROR
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)

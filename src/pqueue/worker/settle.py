@@ -22,6 +22,7 @@ from pqueue.broker import FullBroker
 from pqueue.errors import BrokerUnavailable
 from pqueue.job import ErrorInfo, JobStatus, Lease
 from pqueue.middleware import JobReport, MiddlewareChain, Outcome
+from pqueue.worker.fatal import Seen, never
 from pqueue.worker.leases import LeaseBook
 
 log = logging.getLogger("pqueue.worker")
@@ -88,8 +89,11 @@ class Settler:
         busy_batch: int = 1,
         patience: float = 30.0,
         more_coming: Callable[[], bool] = lambda: False,
+        fatal: Seen = never,
     ) -> None:
         self.broker = broker
+        self.fatal = fatal
+        """Sees each failed settlement first: a fatal error is the worker's to report."""
         self.patience = patience
         """Seconds a failing settlement is retried: the lease, past which retrying is futile."""
         self.ack_interval = ack_interval
@@ -157,8 +161,9 @@ class Settler:
         self.book.settling([lease])
         try:
             ok = await self._with_retries(lambda: self.broker.fail(lease, info, retry_in=retry_in))
-        except Exception:
-            log.exception("could not record the failure of job %s; its lease will expire", lease.job.id)
+        except Exception as exc:
+            if not self.fatal(exc, "recording a failure"):
+                log.exception("could not record the failure of job %s; its lease will expire", lease.job.id)
             ok = False
         self.book.remove([lease])
         outcome = (
@@ -189,8 +194,9 @@ class Settler:
         self.book.settling(leases)
         try:
             oks = await self._with_retries(lambda: self.broker.release(leases, delay=delay, note=note))
-        except Exception:
-            log.exception("could not hand back %d job(s); their leases will expire", len(leases))
+        except Exception as exc:
+            if not self.fatal(exc, "handing jobs back"):
+                log.exception("could not hand back %d job(s); their leases will expire", len(leases))
             oks = [False] * len(leases)
         self.book.remove(leases)
         for lease, ok, duration in zip(leases, oks, durations, strict=True):
@@ -249,8 +255,11 @@ class Settler:
             oks = await self._with_retries(
                 lambda: self.broker.ack(leases, results if any(r is not None for r in results) else None)
             )
-        except Exception:
-            log.exception("could not ack %d job(s); their leases will expire and they run again", len(leases))
+        except Exception as exc:
+            if not self.fatal(exc, "acking"):
+                log.exception(
+                    "could not ack %d job(s); their leases will expire and they run again", len(leases)
+                )
             oks = [False] * len(leases)
         if not all(oks):
             oks = [ok or await self._landed_before(lease) for lease, ok in zip(leases, oks, strict=True)]

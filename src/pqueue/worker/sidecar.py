@@ -23,6 +23,7 @@ from pqueue.errors import BrokerUnavailable
 from pqueue.job import Lease
 from pqueue.periodic import Schedule
 from pqueue.worker.config import WorkerSettings
+from pqueue.worker.fatal import Seen, never
 from pqueue.worker.heartbeat import Heartbeat
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.maintenance import Maintenance
@@ -49,8 +50,10 @@ class Sidecar:
         on_recovered: Callable[[RecoveryReport], None] = lambda report: None,
         schedules: Sequence[Schedule] = (),
         on_cancel: Callable[[list[str]], None] = lambda job_ids: None,
+        fatal: Seen = never,
     ) -> None:
         self._dsn = dsn
+        self._fatal = fatal
         self._clock = clock
         self._options = broker_options or {}
         self._settings = settings
@@ -115,8 +118,9 @@ class Sidecar:
             await self._run_loops(broker, heartbeat)
             try:
                 await heartbeat.goodbye()
-            except Exception:  # noqa: BLE001 - its registration expires by itself
-                log.warning("could not unregister worker %s; it expires on its own", self._info.id)
+            except Exception as exc:  # noqa: BLE001 - its registration expires by itself
+                if not self._fatal(exc, "unregistering"):
+                    log.warning("could not unregister worker %s; it expires on its own", self._info.id)
         finally:
             await broker.close()
 
@@ -134,7 +138,7 @@ class Sidecar:
                 self._every(s.prune_interval, jobs.prune, "prune"),
             ]
         if self._schedules:  # periodic jobs (pqueue.worker.schedules); no loop without any
-            loops.append(Scheduler(broker, self._schedules).run(self._stop))
+            loops.append(Scheduler(broker, self._schedules, fatal=self._fatal).run(self._stop))
         # The loops end by themselves once stop is set: a broker call in flight is never
         # cancelled (some drivers swallow a cancellation that lands mid-command).
         await asyncio.gather(*loops)
@@ -153,6 +157,7 @@ class Sidecar:
                 log.debug("%s failed (%s); retrying", name, exc)
                 wait = min(interval, OUTAGE_RETRY)
             except Exception as exc:  # noqa: BLE001 - nothing may end the heartbeat
-                log.warning("%s failed (%s: %s); retrying", name, type(exc).__name__, exc)
+                if not self._fatal(exc, name):
+                    log.warning("%s failed (%s: %s); retrying", name, type(exc).__name__, exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), max(0.0, wait - (loop.time() - started)))

@@ -70,6 +70,11 @@ class ThreadCall:
         self.ident = 0
         self.interrupted = False
 
+    @property
+    def done(self) -> bool:
+        """The call has ended on its thread (or was dropped before it started)."""
+        return self.state == _DONE
+
     def _deliver(self, outcome: Outcome) -> None:
         if not self.future.done():
             self.future.set_result(outcome)

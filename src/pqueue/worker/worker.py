@@ -29,7 +29,7 @@ from pqueue import cancellation, loops
 from pqueue.broker import Capability, Claimer, FullBroker, RecoveryReport, WorkerInfo
 from pqueue.brokers import connect, redact
 from pqueue.clock import Clock
-from pqueue.errors import BrokerError, BrokerUnavailable
+from pqueue.errors import BrokerError, BrokerUnavailable, BrokerUnusable
 from pqueue.job import Lease
 from pqueue.logs import JobLogger
 from pqueue.middleware import Middleware, MiddlewareChain, Outcome
@@ -38,6 +38,7 @@ from pqueue.router import Router
 from pqueue.worker.cancels import CancelListener, Cancels
 from pqueue.worker.config import UnknownTypePolicy, WorkerSettings
 from pqueue.worker.executor import Executor
+from pqueue.worker.fatal import EXIT_BROKER_UNUSABLE, Fatal
 from pqueue.worker.leases import LeaseBook
 from pqueue.worker.pacing import Pacer
 from pqueue.worker.settle import OUTAGE_RETRY, Settler, WorkerCounters
@@ -115,6 +116,7 @@ class Worker:
         self._settler: Settler | None = None
         self._cancels: Cancels | None = None
         self._running = False
+        self._fatal = Fatal(self.stop)
         router.use_default(dsn)
 
     @property
@@ -133,8 +135,15 @@ class Worker:
 
     # -- lifecycle --------------------------------------------------------------------
 
+    @property
+    def failure(self) -> BrokerUnusable | None:
+        """The broker error retrying cannot heal that stopped this worker, if one did."""
+        return self._fatal.error
+
     def run(self, *, loop: str | None = None) -> int:
-        """Serve until SIGTERM/SIGINT, drain, and return the exit code (0).
+        """Serve until SIGTERM/SIGINT, drain, and return the exit code: 0, or
+        :data:`~pqueue.errors.EXIT_BROKER_UNUSABLE` (3) when a broker error retrying
+        cannot heal stopped it (logged once, as an ERROR).
 
         Call it from the main thread (signal handlers live there); elsewhere use :meth:`serve`.
         ``loop`` is ``auto`` (uvloop when installed), ``asyncio`` or ``uvloop``; by default
@@ -145,7 +154,12 @@ class Worker:
 
         async def main() -> int:
             with ShutdownSignals(self.stop):
-                await self.serve(freeze=True)
+                try:
+                    await self.serve(freeze=True)
+                except BrokerUnusable as exc:
+                    if exc is not self.failure:
+                        raise  # met before serving (opening the broker): the CLI reports it
+                    return EXIT_BROKER_UNUSABLE
             return 0
 
         return loops.run(main(), loop=loop)
@@ -166,6 +180,9 @@ class Worker:
     async def serve(self, *, freeze: bool = False) -> None:
         """Run in the current event loop until :meth:`stop` is called, then drain.
 
+        A broker error retrying cannot heal (:class:`~pqueue.errors.BrokerUnusable`: a
+        damaged SQLite file, a schema dropped under it) stops it the same way, logged once;
+        it is raised after the drain (:attr:`failure`).
         ``freeze=True`` (what :meth:`run` passes) calls :func:`gc.freeze` once connected:
         the process's start-up objects then stay out of every later collection.
         """
@@ -177,6 +194,7 @@ class Worker:
         self._pacer = self._new_pacer()
         self._all_done.set()
         self._threads = HandlerThreads()
+        self._fatal = Fatal(self.stop)
         if self._stop_early:
             self._stop_early = False
             self._stop_event.set()
@@ -198,12 +216,13 @@ class Worker:
                 on_recovered=self._recovered_threadsafe,
                 schedules=self.router.schedules,
                 on_cancel=self._cancel_threadsafe,
+                fatal=self._fatal.seen,
             )
             await asyncio.to_thread(sidecar.start)
             # Cancels are heard on the claim loop's broker, whose notification hub listens
             # already: no connection of their own (ADR 0134). Subscribed before the first
             # claim, so no cancel of this worker's jobs is missed.
-            listener = CancelListener(broker, self._cancel_heard, stop_hearing)
+            listener = CancelListener(broker, self._cancel_heard, stop_hearing, fatal=self._fatal.seen)
             await listener.subscribe()
             hearing = asyncio.create_task(listener.run(), name="pqueue-cancels")
             settler.start()
@@ -218,6 +237,8 @@ class Worker:
             await asyncio.wait({claimer, stopper}, return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
             await self._drain(claimer)
+            if self._fatal.error is not None:
+                raise self._fatal.error
         finally:
             self._threads.shutdown()
             if hearing is not None:  # after the drain: running jobs can be cancelled until the end
@@ -241,6 +262,7 @@ class Worker:
             busy_batch=self.settings.concurrency,
             patience=self.settings.lease,
             more_coming=self._more_coming,
+            fatal=self._fatal.seen,
         )
         self._executor = Executor(
             broker=broker,
@@ -313,9 +335,9 @@ class Worker:
     def responsive(self, timeout: float = 1.0) -> bool:
         """True when the worker is serving (or draining) and its event loop runs a callback
         within ``timeout`` seconds: a liveness probe, to call from another thread (a handler
-        that blocks the loop makes it False)."""
+        that blocks the loop makes it False, and so does a broker error retrying cannot heal)."""
         loop = self._loop
-        if loop is None:
+        if loop is None or self._fatal.error is not None:
             return False
         answered = threading.Event()
         try:
@@ -365,7 +387,9 @@ class Worker:
                     s.selection.order(), worker_id=self.id, limit=want, lease_for=s.lease
                 )
                 failures = 0
-            except Exception as exc:  # no claim failure may end the worker
+            except Exception as exc:  # no claim failure may end the worker, but a fatal one
+                if self._fatal.seen(exc, "claim"):
+                    return
                 failures += 1
                 delay = min(5.0, 0.1 * 2**failures)
                 if isinstance(exc, BrokerUnavailable):
@@ -431,10 +455,11 @@ class Worker:
             await self._executor.run(lease)
         except asyncio.CancelledError:
             raise  # the drain cancelled it after handing the job back
-        except BaseException:
-            log.exception(
-                "internal error running job %s; its lease will expire and it will run again", lease.job.id
-            )
+        except BaseException as exc:
+            if not self._fatal.seen(exc, f"job {lease.job.id}"):
+                log.exception(
+                    "internal error running job %s; its lease will expire and it will run again", lease.job.id
+                )
             self._book.remove([lease])
         finally:
             self._pacer.observe(time.perf_counter() - started)
@@ -469,6 +494,8 @@ class Worker:
         self._wake.clear()
         if waiter in done and waiter.exception() is not None:
             exc = waiter.exception()
+            if exc is not None and self._fatal.seen(exc, "waiting for jobs"):
+                return
             level = logging.DEBUG if isinstance(exc, BrokerUnavailable) else logging.WARNING
             log.log(level, "waiting for jobs failed (%s: %s)", type(exc).__name__, exc)
             await self._pause(min(1.0, self.settings.poll_interval))

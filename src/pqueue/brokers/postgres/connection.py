@@ -41,14 +41,21 @@ from pqueue.brokers.health import ServerHealth, describe, failure_message, healt
 from pqueue.brokers.postgres.codec import TOO_DEEP
 from pqueue.brokers.postgres.config import DEFAULT_SCHEMA, PostgresConfig
 from pqueue.brokers.postgres.cursors import CursorCache
-from pqueue.errors import BrokerError, BrokerUnavailable, BrokerUnreachable, SchemaError
+from pqueue.errors import BrokerError, BrokerUnavailable, BrokerUnreachable, BrokerUnusable, SchemaError
 from pqueue.logs import demote
 
 log = logging.getLogger("pqueue.postgres")
 
 Params = Mapping[str, Any]
 
-_SCHEMA_MISSING = (pg_errors.UndefinedTable, pg_errors.InvalidSchemaName, pg_errors.UndefinedFunction)
+_SCHEMA_MISSING = (
+    pg_errors.UndefinedTable,
+    pg_errors.InvalidSchemaName,
+    pg_errors.UndefinedFunction,
+    pg_errors.UndefinedColumn,
+)
+_DAMAGED = (pg_errors.DataCorrupted, pg_errors.IndexCorrupted)
+"""The server found its own data damaged (SQLSTATE XX001, XX002): no retry heals that."""
 _RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 TUPLES_OK = ExecStatus.TUPLES_OK
 _CONNECTING = "connection to server"
@@ -86,6 +93,9 @@ def migrate_hint(schema: str, dsn: str = "postgresql://...") -> str:
 class translated:  # noqa: N801 - used like the function it replaced: ``with translated(...)``
     """Re-raise psycopg/pool errors as the pqueue error a caller can act on.
 
+    Missing tables, schemas, functions or columns and data the server reports damaged are
+    :class:`BrokerUnusable` (``SchemaError`` for the first), which a worker stops on (ADR
+    0158); a lost connection, a timeout or an authentication refused stay outages.
     ``dsn`` (already redacted) only names the server in messages. A class, not a
     generator-based context manager: it wraps every statement, and this costs a fraction.
     """
@@ -111,6 +121,11 @@ class translated:  # noqa: N801 - used like the function it replaced: ``with tra
                 f"pqueue schema {schema!r} is missing or incomplete in {dsn} ({first_line(exc)}); "
                 f"{migrate_hint(schema, dsn)}"
             ) from None
+        if isinstance(exc, _DAMAGED):
+            raise BrokerUnusable(
+                f"Postgres at {address(dsn)} reports damaged data ({first_line(exc)}): repair it "
+                "(REINDEX a damaged index, restore damaged rows; the server's log names them)"
+            ) from exc
         if isinstance(exc, PoolTimeout):
             raise BrokerUnavailable(
                 f"Postgres at {dsn}: no free pooled connection ({first_line(exc)}); raise pool_max "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
@@ -59,6 +60,10 @@ log = logging.getLogger("pqueue.sqlite")
 Txn = tuple[Work[Any], bool]
 """One step of an operation (pqueue.steps): a transaction's body and whether it writes."""
 
+INTEGRITY_EVERY = 60.0
+"""Seconds between two whole-file checks of one broker's :meth:`~SqliteBroker.check_health`
+(the first is at once): a readiness probe asking every few seconds reads the file once a minute."""
+
 
 class SqliteBroker:
     """The SQLite backend: the whole :class:`~pqueue.broker.FullBroker` protocol."""
@@ -79,6 +84,8 @@ class SqliteBroker:
         self._poller = Poller(config)
         self._cancel_seen: int | None = None
         self._completions = HandlerTransactions(config, self.now_sync)
+        self._integrity_at: float | None = None
+        """When :meth:`check_health` last read every page (``time.monotonic()``)."""
 
     @classmethod
     def from_url(cls, dsn: str, *, clock: Clock | None = None, **options: object) -> SqliteBroker:
@@ -389,10 +396,19 @@ class SqliteBroker:
         return await self._read(lambda conn: admin.list_workers(conn, now))
 
     async def check_health(self) -> str:
-        from pqueue.brokers.sqlite.connection import check_schema
+        from pqueue.brokers.sqlite.connection import check_integrity, check_schema
 
         config = self.config
-        await self._read(lambda conn: check_schema(conn, config))
+        deep = self._integrity_at is None or time.monotonic() - self._integrity_at >= INTEGRITY_EVERY
+
+        def check(conn: sqlite3.Connection) -> None:
+            check_schema(conn, config)
+            if deep:
+                check_integrity(conn, config)
+
+        await self._read(check)
+        if deep:
+            self._integrity_at = time.monotonic()
         return f"sqlite database {config.path!r} at version {latest_version()}"
 
     async def activity(self, *, window: float = DONE_WINDOW) -> QueueActivity:
