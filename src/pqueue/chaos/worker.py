@@ -34,6 +34,7 @@ def worker_settings(concurrency: int, lease: float) -> dict[str, Any]:
         "poll_interval": 0.5,
         "promote_interval": 0.2,
         "recover_interval": lease / 4,
+        "wait_for_broker": 60.0,  # a replacement started during a server restart waits for it
     }
 
 

@@ -91,7 +91,8 @@ A second signal exits at once (held jobs come back when their leases expire); a
 SIGTERM repeated within a second of the first counts as the same request.
 Every flag has an environment variable (--shutdown-timeout: PQUEUE_SHUTDOWN_TIMEOUT).
 
-Exit codes: 0 drained after a signal; 1 could not start (a bad DSN, import or schema);
+Exit codes: 0 drained after a signal; 1 could not start (a bad DSN, import or schema, or
+a broker that did not answer within --wait-for-broker);
 2 bad flags; 3 the broker's storage became unusable while serving (a damaged SQLite
 file, a schema dropped), which retrying cannot heal: one ERROR line says what to do;
 128+N forced out by a second signal N.
@@ -125,6 +126,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add_flag(parser, "--lease", type=float, default=30.0, help="seconds a job stays ours without a heartbeat")
     add_flag(
         parser, "--shutdown-timeout", type=float, default=30.0, help="seconds a drain waits for running jobs"
+    )
+    add_flag(
+        parser,
+        "--wait-for-broker",
+        type=seconds,
+        default=0.0,
+        help="seconds to wait at start for a broker that does not answer yet, with one warning "
+        "(0: fail at once, exit 1)",
     )
     add_flag(
         parser, "--processes", type=positive_int, default=1, help="worker processes to run (a fixed pool)"
@@ -350,6 +359,7 @@ def child_command(args: argparse.Namespace) -> list[str]:
         "--queues", args.queues,
         "--lease", str(args.lease),
         "--shutdown-timeout", str(args.shutdown_timeout),
+        "--wait-for-broker", str(args.wait_for_broker),
         "--prefetch", "auto" if args.prefetch is None else str(args.prefetch),
         "--unknown-type", args.unknown_type,
         "--loop", args.loop,
@@ -396,6 +406,7 @@ def serve(args: argparse.Namespace) -> int:
         strict=args.strict,
         lease=args.lease,
         shutdown_timeout=args.shutdown_timeout,
+        wait_for_broker=args.wait_for_broker,
         unknown_type=args.unknown_type,
         prefetch=args.prefetch,
         middleware=[] if metrics is None else [metrics.jobs],

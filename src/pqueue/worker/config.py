@@ -63,6 +63,8 @@ class WorkerSettings:
     """Hold only the jobs expected to start within this many seconds (see :mod:`.pacing`)."""
     cancel_grace: float = 5.0
     """Seconds a sync handler may run on after its job was cancelled before it is abandoned."""
+    wait_for_broker: float = 0.0
+    """Seconds a starting worker waits for an unreachable broker (0: it fails at once)."""
 
     @property
     def beat_interval(self) -> float:
@@ -93,6 +95,7 @@ class WorkerSettings:
         prefetch_window: float = 0.05,
         ack_interval: float = 0.002,
         cancel_grace: float = 5.0,
+        wait_for_broker: float = 0.0,
     ) -> WorkerSettings:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
@@ -129,6 +132,7 @@ class WorkerSettings:
             prefetch_window=_positive("prefetch_window", prefetch_window),
             ack_interval=_positive("ack_interval", ack_interval, allow_zero=True),
             cancel_grace=_positive("cancel_grace", cancel_grace, allow_zero=True),
+            wait_for_broker=_positive("wait_for_broker", wait_for_broker, allow_zero=True),
         )
 
 

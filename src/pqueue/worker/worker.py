@@ -44,6 +44,7 @@ from pqueue.worker.pacing import Pacer
 from pqueue.worker.settle import OUTAGE_RETRY, Settler, WorkerCounters
 from pqueue.worker.shutdown import ShutdownSignals
 from pqueue.worker.sidecar import Sidecar
+from pqueue.worker.startup import open_broker
 from pqueue.worker.threads import HandlerThreads
 
 log = logging.getLogger("pqueue.worker")
@@ -198,8 +199,15 @@ class Worker:
         if self._stop_early:
             self._stop_early = False
             self._stop_event.set()
-        broker = connect(self.dsn, clock=self._clock, **self._options)
-        await broker.open()
+        opened = await open_broker(
+            lambda: connect(self.dsn, clock=self._clock, **self._options),
+            wait=self.settings.wait_for_broker,
+            stop=self._stop_event,
+        )
+        if opened is None:  # stopped while waiting for the broker: nothing ran, nothing to drain
+            self._loop = None
+            return
+        broker = opened
         sidecar: Sidecar | None = None
         hearing: asyncio.Task[None] | None = None
         stop_hearing = asyncio.Event()
