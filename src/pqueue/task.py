@@ -6,6 +6,8 @@ of :meth:`AsyncClient.enqueue` (tests/unit/test_option_parity.py checks it).
 :class:`JobSpec`.
 ``queue``, ``max_retries``, ``timeout`` and ``priority`` left as None take the registered
 handler's defaults when the client knows the router (else ``default``, 3, no timeout, 0).
+Without the router, the spec records ``max_retries`` and ``timeout`` left as None in
+``JobSpec.unset``, and the worker running the job takes its handler's (ADR 0157).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from pqueue.job import JobSpec, JSONValue
+from pqueue.job import JobSpec, JSONValue, unset_of
 from pqueue.limits import explicit_limit
+from pqueue.options import RUN_TIME_OPTIONS
 from pqueue.spec import (
     DEFAULT_MAX_RECOVERIES,
     DEFAULT_MAX_RETRIES,
@@ -71,6 +74,11 @@ class Task:
             priority=priority if self.priority is None else self.priority,
         )
 
+    def unset(self) -> frozenset[str]:
+        """The run-time options (:data:`~pqueue.options.RUN_TIME_OPTIONS`) this task leaves
+        as None: its job's worker takes them from the handler."""
+        return unset_of(name for name in RUN_TIME_OPTIONS if getattr(self, name) is None)
+
     def to_spec(self, **overrides: Any) -> JobSpec:
         """Validate into a :class:`JobSpec`; raises :class:`~pqueue.errors.InvalidJob`."""
         if "limit" not in overrides and (
@@ -95,5 +103,6 @@ class Task:
             job_id=self.job_id,
             depends_on=self.depends_on or None,
             on_parent_failure=self.on_parent_failure,
+            unset=self.unset(),
             **overrides,
         )

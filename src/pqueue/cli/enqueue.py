@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from pqueue.cli._admin import command_parser, emit_json, open_client
+from pqueue.cli._app import load_router
+from pqueue.cli._options import add_flag, resolve
+from pqueue.client import routed_spec
 from pqueue.durations import parse_duration
 from pqueue.errors import ConfigError, InvalidOption, InvalidPayload
 from pqueue.job import JSONValue
@@ -27,6 +30,10 @@ def add_parser(subparsers: Any) -> None:
             Enqueue one job of TYPE and print its id. The payload is JSON, from --payload or a
             file (--payload-file, '-' for stdin). Durations take 30s, 10m, 2h, 7d or seconds.
             The job is checked exactly as Client.enqueue checks it; a refused job stores nothing.
+            With --app MODULE:ROUTER (the router `pqueue worker` runs), the type must be one of
+            its tasks, and the options left out take the task's declarations (queue,
+            max_retries, timeout, priority, limits), as with Client(dsn, router=...). Without
+            it, the worker still applies the task's max_retries and timeout.
         """,
         examples=[
             """pqueue enqueue email:send --payload '{"to": "ada@example.com"}' --queue emails""",
@@ -34,8 +41,10 @@ def add_parser(subparsers: Any) -> None:
             "pqueue enqueue sync:crm --unique-for 1h --unique-key crm-nightly --run-at 2026-12-01T02:00:00Z",
             "pqueue enqueue report:export --limit-key acme --concurrency 2 --rate 20/s",
             "pqueue enqueue report:mail --depends-on 01a2...",
+            "pqueue enqueue email:welcome --app myapp.tasks:router --payload '{\"user_id\": 42}'",
         ],
     )
+    add_flag(parser, "--app", metavar="MODULE:ROUTER", help=APP_HELP)
     parser.add_argument("type", help="the job type, e.g. email:send")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--payload", metavar="JSON", help="the payload as JSON text (default: null)")
@@ -50,11 +59,16 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+APP_HELP = "the app's Router, MODULE:ROUTER: its tasks' declarations apply, unknown types are refused"
+
+
 def run(args: argparse.Namespace) -> int:
+    resolve(args)
     payload = read_payload(args.payload, args.payload_file)
     task = task_of(args.type, payload, options_of(args))
-    task.to_spec()  # every check enqueue makes, before connecting
-    with open_client(args) as client:
+    router = load_router(args.app) if args.app else None
+    routed_spec(task, router)  # every check enqueue makes, before connecting
+    with open_client(args, router=router) as client:
         result = client.enqueue_task(task)
     if args.json:
         emit_json({"id": result.id, "created": result.created})
