@@ -25,9 +25,10 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -331,6 +332,20 @@ class Job:
             line += f", {self.recoveries} recover{'y' if self.recoveries == 1 else 'ies'}"
         error = self.last_error
         return f"{line}; last error {error}" if error is not None else line
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(Job))
+_job_values = attrgetter(*_JOB_FIELDS)
+_JOB_POSITION = {name: i for i, name in enumerate(_JOB_FIELDS)}
+
+
+def job_with(job: Job, changes: Mapping[str, Any]) -> Job:
+    """``job`` with the fields in ``changes`` replaced: ``dataclasses.replace`` at half its
+    cost, for the worker's per-job path (Handler.resolve)."""
+    values = list(_job_values(job))
+    for name, value in changes.items():
+        values[_JOB_POSITION[name]] = value
+    return Job(*values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Unpack
 
 from pqueue.errors import ConfigError, InvalidOption, UnknownJobType
-from pqueue.job import EnqueueResult, Job, JSONValue
+from pqueue.job import EnqueueResult, Job, JSONValue, job_with
 from pqueue.limits import QUEUE_GROUP, KeyFn, Limit, LimitRule
 from pqueue.options import DECLARED_OPTIONS, RUN_TIME_OPTIONS, JobOptions, task_of
 from pqueue.periodic import Schedule
@@ -104,7 +104,7 @@ class Handler:
         if not job.unset:
             return job
         declared = {name: getattr(self, name) for name in RUN_TIME_OPTIONS if name in job.unset}
-        return replace(job, **declared) if declared else job
+        return job_with(job, declared) if declared else job
 
     def enqueue(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue a job of this type through the router's client (blocking)."""

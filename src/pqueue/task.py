@@ -12,9 +12,11 @@ Without the router, the spec records ``max_retries`` and ``timeout`` left as Non
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 from pqueue.job import JobSpec, JSONValue, unset_of
@@ -77,7 +79,11 @@ class Task:
     def unset(self) -> frozenset[str]:
         """The run-time options (:data:`~pqueue.options.RUN_TIME_OPTIONS`) this task leaves
         as None: its job's worker takes them from the handler."""
-        return unset_of(name for name in RUN_TIME_OPTIONS if getattr(self, name) is None)
+        values = _run_time_values(self)
+        try:
+            return _unset_by_values(values)
+        except TypeError:  # an unhashable value: build_spec refuses it right after
+            return _unset_by_values.__wrapped__(values)
 
     def to_spec(self, **overrides: Any) -> JobSpec:
         """Validate into a :class:`JobSpec`; raises :class:`~pqueue.errors.InvalidJob`."""
@@ -106,3 +112,18 @@ class Task:
             unset=self.unset(),
             **overrides,
         )
+
+
+_run_time_values: Callable[[Task], tuple[Any, ...]] = (
+    attrgetter(*RUN_TIME_OPTIONS)
+    if len(RUN_TIME_OPTIONS) > 1
+    else lambda task: (getattr(task, RUN_TIME_OPTIONS[0]),)
+)
+"""A task's values of the run-time options, as a tuple (attrgetter: one C call)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _unset_by_values(values: tuple[Any, ...]) -> frozenset[str]:
+    """The unset options of a task whose run-time options have ``values``: most tasks
+    share a few, and a cache hit costs less than testing each value."""
+    return unset_of(name for name, value in zip(RUN_TIME_OPTIONS, values, strict=True) if value is None)
