@@ -175,7 +175,7 @@ class Flag:
 _LIMITS = "limits (docs/limits.md)"
 _PARENTS = "parents (docs/workflows.md)"
 FLAGS: dict[str, Flag] = {
-    "queue": Flag("the queue (default: default)"),
+    "queue": Flag("the queue (default: the task's with --app, else default)"),
     "delay": Flag("run no sooner than this from now", "DURATION", _duration),
     "run_at": Flag("run no sooner than this time (with a zone: Z, +02:00)", "ISO8601", _time),
     "unique_for": Flag("refuse equal jobs for this long", "DURATION", _duration),
@@ -183,11 +183,17 @@ FLAGS: dict[str, Flag] = {
     "unique_until": Flag(
         "hold the unique key for all of --unique-for (ttl), or until the job completes (done)", "ttl|done"
     ),
-    "max_retries": Flag("retries after the first run fails (default: 3)", "N", whole),
+    "max_retries": Flag("retries after the first run fails (default: the task's, else 3)", "N", whole),
     "idempotency_key": Flag("run at most once per key while it is held"),
-    "timeout": Flag("how long the handler may run", "DURATION", _duration),
+    "timeout": Flag(
+        "how long the handler may run (default: the task's, else no limit)", "DURATION", _duration
+    ),
     "max_recoveries": Flag("times the job is taken back from a worker that died (default: 5)", "N", whole),
-    "priority": Flag("-100..100: higher runs sooner within the queue (default: 0)", "N", _priority),
+    "priority": Flag(
+        "-100..100: higher runs sooner within the queue (default: the task's with --app, else 0)",
+        "N",
+        _priority,
+    ),
     "job_id": Flag("the job's id, a UUID: enqueueing it again stores nothing", "ID"),
     "meta": Flag("a string tag carried with the job (repeat for more)", "KEY=VALUE", _meta, repeat=True),
     "limit_key": Flag("the job's limit group in its queue", "KEY", group=_LIMITS),
