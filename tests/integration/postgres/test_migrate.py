@@ -169,17 +169,19 @@ async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_job
         assert [lease.job.id for lease in leases] == [result.id]
 
 
-async def test_jobs_stored_before_0011_keep_their_stored_max_retries(
+async def test_jobs_stored_before_unset_options_keep_their_stored_max_retries(
     pg_url: str, migrated_dsn: str, schema_name: str
 ) -> None:
-    """Back to 0010 (no ``unset`` column, 0010's hand_off), a job stored as that pqueue
-    stored it; after ``migrate`` it keeps its stored max_retries (it has no record of what
-    was left unset), while a new job left unset takes its handler's (ADR 0157)."""
+    """Back to the version before ``unset_options`` (no ``unset`` column, 0010's hand_off),
+    a job stored as that pqueue stored it; after ``migrate`` it keeps its stored
+    max_retries (it has no record of what was left unset), while a new job left unset
+    takes its handler's (ADR 0157)."""
+    [mine] = [m.version for m in migrations() if m.name == "unset_options"]
     schema = sql.Identifier(schema_name)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER TABLE {}.jobs DROP COLUMN unset").format(schema))
-        conn.execute(render(migrations()[9].text, schema_name))  # 0010: its hand_off
-        conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version > 10").format(schema))
+        conn.execute(render(migrations()[9].text, schema_name))  # 0010_job_priority: its hand_off
+        conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version >= %s").format(schema), [mine])
         conn.execute(
             sql.SQL(
                 "INSERT INTO {}.jobs (id, queue, type, status, payload, run_at, created_at, "
@@ -188,7 +190,7 @@ async def test_jobs_stored_before_0011_keep_their_stored_max_retries(
             ).format(schema),
             [OLD_JOB],
         )
-    assert migrate(migrated_dsn) == [11]
+    assert migrate(migrated_dsn) == list(range(mine, latest_version() + 1))
     router = Router()
 
     @router.task("charge:card", max_retries=1, retry=lambda attempt, error, job: 0.0)

@@ -86,18 +86,19 @@ async def test_a_version_1_file_is_upgraded_and_keeps_its_jobs(
         ]
 
 
-async def test_jobs_stored_before_0003_keep_their_stored_max_retries(
+async def test_jobs_stored_before_unset_options_keep_their_stored_max_retries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A version 2 file holding a job as that pqueue stored it: after ``migrate`` the job
-    keeps its stored max_retries (it has no record of what was left unset), while a new
-    job left unset takes its handler's (ADR 0157)."""
+    """A file at the version before ``unset_options`` holding a job as that pqueue stored
+    it: after ``migrate`` the job keeps its stored max_retries (it has no record of what
+    was left unset), while a new job left unset takes its handler's (ADR 0157)."""
     dsn = f"sqlite:///{tmp_path}/v2.db"
     old_job = "01a21846-6f63-71c7-8a07-71f988ac9100"
+    [mine] = [m.version for m in sql.migrations() if m.name == "unset_options"]
     with monkeypatch.context() as old:
-        old.setattr(migrate_module, "migrations", lambda: sql.migrations()[:2])
-        old.setattr(migrate_module, "latest_version", lambda: 2)
-        assert migrate(dsn) == [1, 2]
+        old.setattr(migrate_module, "migrations", lambda: sql.migrations()[: mine - 1])
+        old.setattr(migrate_module, "latest_version", lambda: mine - 1)
+        assert migrate(dsn) == list(range(1, mine))
         with sqlite3.connect(tmp_path / "v2.db") as conn:
             conn.execute(
                 "INSERT INTO jobs (id, seq, status, queue, type, payload, run_at, created_at, "
@@ -105,7 +106,7 @@ async def test_jobs_stored_before_0003_keep_their_stored_max_retries(
                 "'{}', 0, 0, 3, 5)",
                 [old_job],
             )
-    assert migrate(dsn) == [3]
+    assert migrate(dsn) == [m.version for m in sql.migrations()[mine - 1 :]]
     router = Router()
 
     @router.task("charge:card", max_retries=1, retry=lambda attempt, error, job: 0.0)
