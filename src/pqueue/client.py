@@ -356,6 +356,7 @@ class AsyncClient:
             unique_until=options.get("unique_until", "ttl"),
             meta=options.get("meta"),
             job_ids=job_ids,
+            unset=task.unset(),
         )
         rule = None if self.router is None else self.router.rule_for(self.router.get(type), task.queue)
         if rule is not None:  # each payload's own limit key
@@ -379,12 +380,7 @@ class AsyncClient:
 
     def _spec(self, task: Task) -> JobSpec:
         """``task`` validated, with its handler's defaults and its limit (docs/limits.md)."""
-        if self.router is None:
-            return task.to_spec()
-        handler = self.router.handler_for(task.type)
-        task = handler.defaults(task)
-        limit = self.router.limit_for(handler, task)
-        return task.to_spec() if limit is None else task.to_spec(limit=limit)
+        return routed_spec(task, self.router)
 
     async def _submit_specs(self, specs: list[JobSpec]) -> list[EnqueueResult]:
         broker = await self._ready()
@@ -679,3 +675,17 @@ class AsyncClient:
         broker = await self._ready()
         async for page in broker.scan_jobs(scan):
             yield page
+
+
+def routed_spec(task: Task, router: Router | None) -> JobSpec:
+    """The spec a client with ``router`` stores for ``task``: validated, with its handler's
+    declarations for what ``task`` leaves unset and its limit (docs/limits.md), or as it is
+    without a router. Raises :class:`~pqueue.errors.UnknownJobType` for a type ``router``
+    does not know, :class:`~pqueue.errors.InvalidJob` for a bad option. ``pqueue enqueue
+    --app`` and ``pqueue serve --app`` apply the same rule."""
+    if router is None:
+        return task.to_spec()
+    handler = router.handler_for(task.type)
+    task = handler.defaults(task)
+    limit = router.limit_for(handler, task)
+    return task.to_spec() if limit is None else task.to_spec(limit=limit)

@@ -14,13 +14,14 @@ import inspect
 import os
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Unpack
 
 from pqueue.errors import ConfigError, InvalidOption, UnknownJobType
-from pqueue.job import EnqueueResult, Job, JSONValue
+from pqueue.job import EnqueueResult, Job, JSONValue, job_with
 from pqueue.limits import QUEUE_GROUP, KeyFn, Limit, LimitRule
-from pqueue.options import JobOptions, task_of
+from pqueue.options import DECLARED_OPTIONS, RUN_TIME_OPTIONS, JobOptions, task_of
 from pqueue.periodic import Schedule
 from pqueue.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from pqueue.spec import (
@@ -89,8 +90,21 @@ class Handler:
         return self.defaults(task_of(self.name, payload, options))
 
     def defaults(self, task: Task) -> Task:
-        """``task`` with its unset queue, max_retries, timeout and priority taken from this handler."""
-        return task.with_defaults(self.queue, self.max_retries, self.timeout, self.priority)
+        """``task`` with its unset declared options (:data:`~pqueue.options.DECLARED_OPTIONS`:
+        queue, max_retries, timeout, priority) taken from this handler: what a producer with
+        the router does."""
+        missing = {name: getattr(self, name) for name in DECLARED_OPTIONS if getattr(task, name) is None}
+        return replace(task, **missing) if missing else task
+
+    def resolve(self, job: Job) -> Job:
+        """``job`` with the run-time options its producer left unset (``job.unset``) taken
+        from this handler: what the worker runs. The job's own value comes first, then this
+        handler's declaration, then the default (ADR 0157). A job stored without the record
+        (an older pqueue's) keeps its stored values."""
+        if not job.unset:
+            return job
+        declared = {name: getattr(self, name) for name in RUN_TIME_OPTIONS if name in job.unset}
+        return job_with(job, declared) if declared else job
 
     def enqueue(self, payload: JSONValue = None, **options: Unpack[JobOptions]) -> EnqueueResult:
         """Enqueue a job of this type through the router's client (blocking)."""

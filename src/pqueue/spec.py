@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from pqueue.clock import to_epoch
 from pqueue.errors import InvalidName, InvalidOption, InvalidPayload, PayloadTooLarge
 from pqueue.ids import is_job_id, new_id, new_ids
-from pqueue.job import NO_META, JobSpec, JSONValue
+from pqueue.job import NO_META, NONE_UNSET, JobSpec, JSONValue, unset_of
+from pqueue.options import RUN_TIME_OPTIONS
 
 if TYPE_CHECKING:
     from pqueue.limits import Limit
@@ -206,6 +207,7 @@ def build_spec(
     depends_on: Iterable[str] | None = None,
     on_parent_failure: str = "cancel",
     limit: Limit | None = None,
+    unset: Iterable[str] = NONE_UNSET,
 ) -> JobSpec:
     """Check every option and return a :class:`JobSpec`, or raise an :class:`~pqueue.errors.InvalidJob`.
 
@@ -214,6 +216,8 @@ def build_spec(
     ``unique_until="done"`` frees it as soon as the job completes (ADR 0152).
     ``job_id`` lets a producer choose the id (a UUID) so that re-sending the same job,
     e.g. from a retried Spark task, is ignored instead of duplicated.
+    ``unset`` names the run-time options (:data:`~pqueue.options.RUN_TIME_OPTIONS`) the
+    producer left to their defaults, so the worker takes its handler's instead (ADR 0157).
     """
     validate_job_type(job_type)
     validate_queue_name(queue)
@@ -264,7 +268,31 @@ def build_spec(
         limit=limit,
         unique_until=unique_until,
         priority=validate_priority(priority),
+        unset=unset if unset is NONE_UNSET else validate_unset(unset),
     )
+
+
+def validate_unset(names: Iterable[str]) -> frozenset[str]:
+    """``names`` as a job's ``unset``, if each is a run-time option; else :class:`InvalidOption`."""
+    if not isinstance(names, frozenset):
+        if isinstance(names, str):
+            raise InvalidOption("unset must be a collection of option names, not one string")
+        try:
+            names = frozenset(names)
+        except TypeError as exc:
+            raise InvalidOption(f"unset must be a collection of option names ({exc})") from None
+    return _checked_unset(names)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_unset(names: frozenset[str]) -> frozenset[str]:
+    unknown = names.difference(RUN_TIME_OPTIONS)
+    if unknown:
+        raise InvalidOption(
+            f"unset names {sorted(map(repr, unknown))}; only these options can be left to the "
+            f"handler: {', '.join(RUN_TIME_OPTIONS)}"
+        )
+    return unset_of(sorted(names))
 
 
 def _unique_until(value: object, unique_seconds: float | None) -> None:
@@ -329,6 +357,7 @@ def recheck_spec(spec: object) -> JobSpec:
         depends_on=spec.depends_on or None,
         on_parent_failure=spec.on_parent_failure,
         limit=spec.limit,
+        unset=spec.unset,
     )
 
 
@@ -348,6 +377,7 @@ def build_specs(
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     job_ids: Sequence[str] | None = None,
     unique_until: str = "ttl",
+    unset: Iterable[str] = NONE_UNSET,
 ) -> list[JobSpec]:
     """One spec per payload, all with the same options; raises on the first bad one.
 
@@ -369,6 +399,7 @@ def build_specs(
         unique_for=unique_for,
         meta=meta,
         unique_until=unique_until,
+        unset=unset,
     )
     shared_meta = MappingProxyType(dict(first.meta)) if first.meta else NO_META
     texts = [encode_payload(payload, max_bytes=max_payload_bytes) for payload in payloads]
@@ -406,6 +437,7 @@ def build_specs(
                 None,
                 first.unique_until,
                 first.priority,
+                first.unset,
             )
         )
     return specs

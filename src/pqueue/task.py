@@ -6,17 +6,22 @@ of :meth:`AsyncClient.enqueue` (tests/unit/test_option_parity.py checks it).
 :class:`JobSpec`.
 ``queue``, ``max_retries``, ``timeout`` and ``priority`` left as None take the registered
 handler's defaults when the client knows the router (else ``default``, 3, no timeout, 0).
+Without the router, the spec records ``max_retries`` and ``timeout`` left as None in
+``JobSpec.unset``, and the worker running the job takes its handler's (ADR 0157).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
-from pqueue.job import JobSpec, JSONValue
+from pqueue.job import JobSpec, JSONValue, unset_of
 from pqueue.limits import explicit_limit
+from pqueue.options import RUN_TIME_OPTIONS
 from pqueue.spec import (
     DEFAULT_MAX_RECOVERIES,
     DEFAULT_MAX_RETRIES,
@@ -71,6 +76,15 @@ class Task:
             priority=priority if self.priority is None else self.priority,
         )
 
+    def unset(self) -> frozenset[str]:
+        """The run-time options (:data:`~pqueue.options.RUN_TIME_OPTIONS`) this task leaves
+        as None: its job's worker takes them from the handler."""
+        values = _run_time_values(self)
+        try:
+            return _unset_by_values(values)
+        except TypeError:  # an unhashable value: build_spec refuses it right after
+            return _unset_by_values.__wrapped__(values)
+
     def to_spec(self, **overrides: Any) -> JobSpec:
         """Validate into a :class:`JobSpec`; raises :class:`~pqueue.errors.InvalidJob`."""
         if "limit" not in overrides and (
@@ -95,5 +109,21 @@ class Task:
             job_id=self.job_id,
             depends_on=self.depends_on or None,
             on_parent_failure=self.on_parent_failure,
+            unset=self.unset(),
             **overrides,
         )
+
+
+_run_time_values: Callable[[Task], tuple[Any, ...]] = (
+    attrgetter(*RUN_TIME_OPTIONS)
+    if len(RUN_TIME_OPTIONS) > 1
+    else lambda task: (getattr(task, RUN_TIME_OPTIONS[0]),)
+)
+"""A task's values of the run-time options, as a tuple (attrgetter: one C call)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _unset_by_values(values: tuple[Any, ...]) -> frozenset[str]:
+    """The unset options of a task whose run-time options have ``values``: most tasks
+    share a few, and a cache hit costs less than testing each value."""
+    return unset_of(name for name, value in zip(RUN_TIME_OPTIONS, values, strict=True) if value is None)

@@ -162,3 +162,20 @@ def test_jobs_become_rows_of_the_documented_schema() -> None:
     assert row["id"] == result.id and row["status"] == "pending" and row["attempt"] == 0
     assert json.loads(row["payload"]) == {"to": "a@b"} and row["meta"] == [("src", "t")]
     assert row["started_at"] is None and row["wait_s"] is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "retries", "unset"),
+    [({}, 3, {"max_retries", "timeout"}), ({"maxRetries": "0"}, 0, {"timeout"})],
+)
+def test_max_retries_left_out_is_left_to_the_task(
+    extra: dict[str, str], retries: int, unset: set[str]
+) -> None:
+    """Without ``maxRetries`` the jobs record it as unset: the worker takes the task's
+    declaration, as for any job enqueued without the router (ADR 0157)."""
+    dsn = f"memory://rows-retries-{retries}"
+    options = WriteOptions.parse({**BASE, "dsn": dsn, "idColumn": "k", **extra})
+    assert enqueue_batches([pa.RecordBatch.from_pydict({"k": [1]})], options).inserted == 1
+    with Client(dsn) as client:
+        job = client.get_job(key_id("emails", "send", "1"))
+    assert (job.max_retries, job.unset) == (retries, unset)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -18,6 +19,7 @@ from pqueue import (
     Task,
 )
 from pqueue.ids import new_id
+from pqueue.options import DECLARED_OPTIONS, RUN_TIME_OPTIONS
 from pqueue.retry import DEFAULT_RETRY_POLICY
 
 
@@ -165,3 +167,31 @@ def test_use_closes_the_client_the_router_made_but_not_one_it_was_given() -> Non
     finally:
         given.close()
         router.close()
+
+
+def test_the_declared_options_are_the_handlers_attributes_and_router_task_keywords() -> None:
+    """Each option marked Declared in JobOptions is what ``@router.task`` takes and what the
+    handler holds under the same name (Handler.defaults and Handler.resolve read them so)."""
+    router = Router()
+    declared = {"queue": "low", "max_retries": 1, "timeout": 3.0, "priority": 5}
+    assert set(declared) == set(DECLARED_OPTIONS)
+    handler = router.task("t", **declared)(lambda job: None)  # type: ignore[arg-type]
+    assert {name: getattr(handler, name) for name in DECLARED_OPTIONS} == declared
+    assert set(RUN_TIME_OPTIONS) == {"max_retries", "timeout"} < set(DECLARED_OPTIONS)
+
+
+def test_resolve_takes_what_the_producer_left_unset_from_the_handler() -> None:
+    router = Router()
+
+    @router.task("t", max_retries=1, timeout=3)
+    def t(job: Job) -> None: ...
+
+    now = datetime.now(UTC)
+    stored = Job(new_id(), "t", "default", None, JobStatus.ACTIVE, 1, 3, 0, 5, now, now)
+    assert t.resolve(stored) is stored  # no record (an older pqueue's job): as stored
+    left = replace(stored, unset=frozenset({"max_retries", "timeout"}))
+    assert (t.resolve(left).max_retries, t.resolve(left).timeout) == (1, 3.0)
+    own_timeout = replace(stored, timeout=9.0, unset=frozenset({"max_retries"}))
+    assert (t.resolve(own_timeout).max_retries, t.resolve(own_timeout).timeout) == (1, 9.0)
+    future = replace(stored, unset=frozenset({"an_option_of_a_newer_pqueue"}))
+    assert t.resolve(future) == future

@@ -8,7 +8,7 @@ import pytest
 
 from pqueue.errors import InvalidName, InvalidOption, PayloadTooLarge
 from pqueue.ids import is_job_id
-from pqueue.spec import build_spec, derive_unique_key, encode_payload
+from pqueue.spec import build_spec, derive_unique_key, encode_payload, recheck_spec
 
 
 def test_defaults() -> None:
@@ -97,8 +97,21 @@ def test_build_specs_makes_what_build_spec_makes_for_each_payload() -> None:
     ids = ["01a21b3b-d861-70e9-9387-eb78f331705a", "01a21b3b-d861-70e9-9387-eb78f331705b"]
     shared = dict(
         queue="q", delay=5.0, max_retries=7, max_recoveries=2, priority=-9, timeout=3.0,
-        unique_for=60.0, unique_until="done", meta={"k": "v"},
+        unique_for=60.0, unique_until="done", meta={"k": "v"}, unset=frozenset({"timeout"}),
     )  # fmt: skip
     many = build_specs("t", [{"a": 1}, {"a": 2}], job_ids=ids, **shared)  # type: ignore[arg-type]
     one = [build_spec("t", {"a": n}, job_id=i, **shared) for n, i in zip((1, 2), ids, strict=True)]  # type: ignore[arg-type]
     assert many == one
+
+
+def test_unset_names_run_time_options_only() -> None:
+    """``unset`` records the options the worker takes from the handler; anything else is a
+    typed, one-line refusal (a middleware that rewrites specs is rechecked the same way)."""
+    assert build_spec("t").unset == frozenset()
+    assert build_spec("t", unset=["timeout", "max_retries"]).unset == {"max_retries", "timeout"}
+    for bad, words in [(["queue"], "only these options"), ("max_retries", "not one string"), ([[1]], "")]:
+        with pytest.raises(InvalidOption, match=words) as info:
+            build_spec("t", unset=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(info.value)
+    spec = build_spec("t", unset={"max_retries"})
+    assert recheck_spec(spec).unset == {"max_retries"}

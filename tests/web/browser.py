@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import httpx
@@ -52,10 +52,13 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def serving(dsn: str, env: dict[str, str], *, ready_path: str = "readyz") -> Iterator[str]:
-    """``pqueue serve`` on a free loopback port until the block ends; yields its base URL."""
+def serving(
+    dsn: str, env: dict[str, str], *, ready_path: str = "readyz", extra: Sequence[str] = ()
+) -> Iterator[str]:
+    """``pqueue serve`` (with ``extra`` flags) on a free loopback port until the block ends;
+    yields its base URL."""
     port = free_port()
-    command = [sys.executable, "-m", "pqueue", "serve", "--dsn", dsn, "--port", str(port)]
+    command = [sys.executable, "-m", "pqueue", "serve", "--dsn", dsn, "--port", str(port), *extra]
     process = subprocess.Popen(command, env={**os.environ, **env})
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -86,3 +86,19 @@ def test_serve_warns_once_at_start_when_the_broker_is_unreachable(capfd: pytest.
     assert len(warnings) == 1, err
     assert "WARNING" in warnings[0] and f"redis://pq:***@127.0.0.1:{port}/13 unreachable" in warnings[0]
     assert "hunter2-secret" not in err
+
+
+def test_create_app_gives_its_own_client_the_router_and_refuses_one_beside_yours() -> None:
+    """``pqueue serve --app`` is ``create_app(dsn, router=...)``; a client you pass carries
+    its own router (``AsyncClient(dsn, router=...)``), so a second one is refused."""
+    from pqueue import AsyncClient, Router
+    from pqueue.errors import ConfigError
+    from pqueue.web import create_app
+
+    router = Router()
+    app = create_app("memory://serve-router", token=ADMIN, router=router)
+    assert app.state.pqueue_client.router is router
+    with pytest.raises(ConfigError, match="give the router to your client"):
+        create_app(AsyncClient("memory://serve-router"), token=ADMIN, router=router)
+    mine = AsyncClient("memory://serve-router", router=router)
+    assert create_app(mine, token=ADMIN, router=router).state.pqueue_client is mine

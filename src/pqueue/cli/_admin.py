@@ -30,6 +30,7 @@ from pqueue.ids import is_job_id
 from pqueue.spec import validate_queue_name
 
 if TYPE_CHECKING:
+    from pqueue.router import Router
     from pqueue.sync import Client
 
 
@@ -52,15 +53,16 @@ def command_parser(
 
 
 @contextlib.contextmanager
-def open_client(args: argparse.Namespace) -> Iterator[Client]:
-    """The connected client of ``--dsn``/``PQUEUE_DSN``; a bad or unreachable DSN raises here."""
+def open_client(args: argparse.Namespace, *, router: Router | None = None) -> Iterator[Client]:
+    """The connected client of ``--dsn``/``PQUEUE_DSN`` (given ``router``, when the command
+    loaded one); a bad or unreachable DSN raises here."""
     resolve(args)
     if not args.dsn:
         raise ConfigError("no broker DSN: pass --dsn or set PQUEUE_DSN")
     from pqueue.sync import Client
 
     one_shot_logging()
-    with Client(args.dsn) as client:
+    with Client(args.dsn, router=router) as client:
         yield client
 
 

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from pqueue.cli._admin import command_parser, emit_json, open_client
+from pqueue.cli._app import load_router
+from pqueue.cli._options import add_flag, resolve
+from pqueue.client import routed_spec
 from pqueue.durations import parse_duration
 from pqueue.errors import ConfigError, InvalidOption, InvalidPayload
 from pqueue.job import JSONValue
@@ -27,6 +30,10 @@ def add_parser(subparsers: Any) -> None:
             Enqueue one job of TYPE and print its id. The payload is JSON, from --payload or a
             file (--payload-file, '-' for stdin). Durations take 30s, 10m, 2h, 7d or seconds.
             The job is checked exactly as Client.enqueue checks it; a refused job stores nothing.
+            With --app MODULE:ROUTER (the router `pqueue worker` runs), the type must be one of
+            its tasks, and the options left out take the task's declarations (queue,
+            max_retries, timeout, priority, limits), as with Client(dsn, router=...). Without
+            it, the worker still applies the task's max_retries and timeout.
         """,
         examples=[
             """pqueue enqueue email:send --payload '{"to": "ada@example.com"}' --queue emails""",
@@ -34,8 +41,10 @@ def add_parser(subparsers: Any) -> None:
             "pqueue enqueue sync:crm --unique-for 1h --unique-key crm-nightly --run-at 2026-12-01T02:00:00Z",
             "pqueue enqueue report:export --limit-key acme --concurrency 2 --rate 20/s",
             "pqueue enqueue report:mail --depends-on 01a2...",
+            "pqueue enqueue email:welcome --app myapp.tasks:router --payload '{\"user_id\": 42}'",
         ],
     )
+    add_flag(parser, "--app", metavar="MODULE:ROUTER", help=APP_HELP)
     parser.add_argument("type", help="the job type, e.g. email:send")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--payload", metavar="JSON", help="the payload as JSON text (default: null)")
@@ -50,11 +59,16 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+APP_HELP = "the app's Router, MODULE:ROUTER: its tasks' declarations apply, unknown types are refused"
+
+
 def run(args: argparse.Namespace) -> int:
+    resolve(args)
     payload = read_payload(args.payload, args.payload_file)
     task = task_of(args.type, payload, options_of(args))
-    task.to_spec()  # every check enqueue makes, before connecting
-    with open_client(args) as client:
+    router = load_router(args.app) if args.app else None
+    routed_spec(task, router)  # every check enqueue makes, before connecting
+    with open_client(args, router=router) as client:
         result = client.enqueue_task(task)
     if args.json:
         emit_json({"id": result.id, "created": result.created})
@@ -161,7 +175,7 @@ class Flag:
 _LIMITS = "limits (docs/limits.md)"
 _PARENTS = "parents (docs/workflows.md)"
 FLAGS: dict[str, Flag] = {
-    "queue": Flag("the queue (default: default)"),
+    "queue": Flag("the queue (default: the task's with --app, else default)"),
     "delay": Flag("run no sooner than this from now", "DURATION", _duration),
     "run_at": Flag("run no sooner than this time (with a zone: Z, +02:00)", "ISO8601", _time),
     "unique_for": Flag("refuse equal jobs for this long", "DURATION", _duration),
@@ -169,11 +183,17 @@ FLAGS: dict[str, Flag] = {
     "unique_until": Flag(
         "hold the unique key for all of --unique-for (ttl), or until the job completes (done)", "ttl|done"
     ),
-    "max_retries": Flag("retries after the first run fails (default: 3)", "N", whole),
+    "max_retries": Flag("retries after the first run fails (default: the task's, else 3)", "N", whole),
     "idempotency_key": Flag("run at most once per key while it is held"),
-    "timeout": Flag("how long the handler may run", "DURATION", _duration),
+    "timeout": Flag(
+        "how long the handler may run (default: the task's, else no limit)", "DURATION", _duration
+    ),
     "max_recoveries": Flag("times the job is taken back from a worker that died (default: 5)", "N", whole),
-    "priority": Flag("-100..100: higher runs sooner within the queue (default: 0)", "N", _priority),
+    "priority": Flag(
+        "-100..100: higher runs sooner within the queue (default: the task's with --app, else 0)",
+        "N",
+        _priority,
+    ),
     "job_id": Flag("the job's id, a UUID: enqueueing it again stores nothing", "ID"),
     "meta": Flag("a string tag carried with the job (repeat for more)", "KEY=VALUE", _meta, repeat=True),
     "limit_key": Flag("the job's limit group in its queue", "KEY", group=_LIMITS),

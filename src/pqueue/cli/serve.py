@@ -3,7 +3,9 @@
 Needs the ``web`` extra. Refuses to start without an admin token
 (``--api-token``/``PQUEUE_API_TOKEN``) unless ``--insecure-no-auth`` is given, and then
 serves loopback only unless ``--insecure-remote`` says otherwise. Prefer the environment
-variables for tokens: a command line is readable by every user of the host.
+variables for tokens: a command line is readable by every user of the host. ``--app
+MODULE:ROUTER`` (``PQUEUE_APP``) gives the API the app's router, so enqueues take their
+tasks' declarations and unknown types are refused, as ``Client(dsn, router=...)`` does.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 from typing import Any
 
 from pqueue.brokers import is_known_scheme, known_schemes, redact
+from pqueue.cli._app import load_router
 from pqueue.cli._options import add_flag, boolean, resolve
 from pqueue.cli.worker import log_level, port_number, positive_int
 from pqueue.errors import ConfigError
@@ -37,6 +40,8 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_flag(parser, "--dsn", help="broker DSN: memory://, redis://..., postgresql://...")
+    add_flag(parser, "--app", metavar="MODULE:ROUTER",
+             help="the app's Router: its tasks' declarations apply, unknown types are refused")  # fmt: skip
     add_flag(parser, "--host", default="127.0.0.1", help="address to bind")
     add_flag(parser, "--port", type=port_number, default=8080, help="TCP port")
     add_flag(parser, "--api-token", help="admin bearer token (prefer the environment variable)")
@@ -103,11 +108,18 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ConfigError(f"pqueue serve needs the web extra ({exc}): {install_hint('web')}") from exc
     settings = settings_from(args)
+    router = load_router(args.app) if args.app else None
     configure_logging(args.log_level, args.log_format)
-    app = create_app(args.dsn, settings=settings)
+    app = create_app(args.dsn, settings=settings, router=router)
     if settings.insecure_no_auth:
         log.warning("serving WITHOUT authentication (--insecure-no-auth): every caller is admin")
-    log.info("pqueue API on http://%s:%d/ (broker %s)", args.host, args.port, redact(args.dsn))
+    log.info(
+        "pqueue API on http://%s:%d/ (broker %s%s)",
+        args.host,
+        args.port,
+        redact(args.dsn),
+        f", router {args.app}: {len(router)} job types" if router is not None else "",
+    )
     uvicorn.run(
         app,
         host=args.host,

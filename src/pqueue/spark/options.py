@@ -180,7 +180,9 @@ class WriteOptions:
     unique_for: float | None = None
     unique_until: str = "ttl"
     """``"done"``: each row's unique key is freed when its job completes (ADR 0152)."""
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int | None = None
+    """None: the worker takes the task's declaration (else 3), as for any job enqueued
+    without the router (ADR 0157)."""
     max_recoveries: int = DEFAULT_MAX_RECOVERIES
     timeout: float | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -235,7 +237,9 @@ class WriteOptions:
             priority_column=_column(options, "prioritycolumn"),
             unique_for=unique_for,
             unique_until=unique_until,
-            max_retries=_int(options, "maxretries", "maxRetries", DEFAULT_MAX_RETRIES, 0),
+            max_retries=None
+            if options.get("maxretries") is None
+            else _int(options, "maxretries", "maxRetries", DEFAULT_MAX_RETRIES, 0),
             max_recoveries=_int(options, "maxrecoveries", "maxRecoveries", DEFAULT_MAX_RECOVERIES, 0),
             timeout=_seconds(options, "timeout", "timeout"),
             batch_size=_int(options, "batchsize", "batchSize", DEFAULT_BATCH_SIZE, 1),

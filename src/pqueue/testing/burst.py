@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from pqueue.broker import FullBroker
 from pqueue.client import AsyncClient
 from pqueue.errors import ConfigError
 from pqueue.job import Lease
@@ -87,10 +88,32 @@ async def run_until_empty_async(
     max_jobs: int = MAX_JOBS,
 ) -> BurstResult:
     """Run every due job of ``client``'s broker with ``router``'s handlers; see :func:`run_until_empty`."""
-    if max_jobs < 1:
-        raise ConfigError(f"max_jobs must be at least 1, got {max_jobs!r}")
     broker = await client._ready()
     router.use_default(client.dsn)
+    return await run_broker_until_empty(
+        broker,
+        router,
+        queues=queues,
+        unknown_type=unknown_type,
+        middleware=middleware,
+        lease=lease,
+        max_jobs=max_jobs,
+    )
+
+
+async def run_broker_until_empty(
+    broker: FullBroker,
+    router: Router,
+    *,
+    queues: Sequence[str] | None = None,
+    unknown_type: UnknownTypePolicy | str = UnknownTypePolicy.DEAD,
+    middleware: Iterable[Middleware] = (),
+    lease: float = 300.0,
+    max_jobs: int = MAX_JOBS,
+) -> BurstResult:
+    """:func:`run_until_empty_async` on an opened broker (the contract suite's fixture)."""
+    if max_jobs < 1:
+        raise ConfigError(f"max_jobs must be at least 1, got {max_jobs!r}")
     settings = WorkerSettings.build(
         concurrency=1, queues=list(queues) if queues else None, lease=lease, unknown_type=unknown_type
     )

@@ -20,7 +20,9 @@ from prometheus_client import CollectorRegistry
 
 from pqueue import __version__
 from pqueue.client import AsyncClient
+from pqueue.errors import ConfigError
 from pqueue.metrics import JobMetrics
+from pqueue.router import Router
 from pqueue.web import errors, probes
 from pqueue.web.aliases import alias_routes
 from pqueue.web.api import build_router
@@ -71,6 +73,7 @@ def create_app(
     metrics_public: bool = False,
     settings: WebSettings | None = None,
     registry: CollectorRegistry | None = None,
+    router: Router | None = None,
 ) -> FastAPI:
     """The API over ``client`` (an :class:`~pqueue.AsyncClient`, or a DSN to open one).
 
@@ -80,6 +83,9 @@ def create_app(
     ``middleware=[pqueue.metrics.JobMetrics(registry)]`` with the same ``registry`` to
     count enqueues. ``token``/``read_token``/``insecure_no_auth``/``metrics_public`` are
     shortcuts for :class:`WebSettings` fields; ``settings`` sets the limits too.
+    ``router`` (with a DSN; your own client takes it as ``AsyncClient(dsn, router=...)``)
+    makes enqueues take their tasks' declarations and refuses unknown types
+    (``pqueue serve --app``).
     When served, the app checks the broker once at start and logs one WARNING if it is not
     ready (it serves anyway; ``/readyz`` answers 503 until the broker is back).
     Raises :class:`~pqueue.errors.ConfigError` without a token unless ``insecure_no_auth``.
@@ -90,7 +96,9 @@ def create_app(
     registry = registry if registry is not None else CollectorRegistry()
     owned = isinstance(client, str)
     if isinstance(client, str):
-        client = AsyncClient(client, middleware=[JobMetrics(registry)])
+        client = AsyncClient(client, middleware=[JobMetrics(registry)], router=router)
+    elif router is not None and client.router is not router:
+        raise ConfigError("create_app: give the router to your client, AsyncClient(dsn, router=...)")
     page = MetricsPage(client, registry)
 
     @asynccontextmanager

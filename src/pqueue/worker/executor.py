@@ -88,6 +88,9 @@ class Executor:
         if handler is None:
             await self._unknown(lease)
             return
+        if job.unset:  # options its producer left to the handler (ADR 0157): what runs
+            job = handler.resolve(job)
+            lease = Lease(job, lease.token, lease.expires_at)
         key, owner = job.idempotency_key, ""
         if key is not None:
             owner = f"{job.id}:{lease.token}"

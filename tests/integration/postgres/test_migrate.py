@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from pqueue.brokers.postgres import PostgresBroker, current_version, migrate, migrate_async
-from pqueue.brokers.postgres.sql import latest_version
+from pqueue.brokers.postgres.sql import latest_version, migrations, render
 from pqueue.cli import main
 from pqueue.errors import SchemaError
+from pqueue.job import Job
+from pqueue.router import Router
 from pqueue.spec import build_spec
+from pqueue.task import Task
+from pqueue.testing.burst import run_broker_until_empty
 
 TABLES = {
     "jobs",
@@ -162,3 +167,43 @@ async def test_a_schema_at_version_1_is_refused_until_migrated_and_keeps_its_job
     async with PostgresBroker.from_url(migrated_dsn) as broker:
         leases = await broker.claim(["default"], worker_id="w", limit=5, lease_for=30)
         assert [lease.job.id for lease in leases] == [result.id]
+
+
+async def test_jobs_stored_before_unset_options_keep_their_stored_max_retries(
+    pg_url: str, migrated_dsn: str, schema_name: str
+) -> None:
+    """Back to the version before ``unset_options`` (no ``unset`` column, 0010's hand_off),
+    a job stored as that pqueue stored it; after ``migrate`` it keeps its stored
+    max_retries (it has no record of what was left unset), while a new job left unset
+    takes its handler's (ADR 0157)."""
+    [mine] = [m.version for m in migrations() if m.name == "unset_options"]
+    schema = sql.Identifier(schema_name)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER TABLE {}.jobs DROP COLUMN unset").format(schema))
+        conn.execute(render(migrations()[9].text, schema_name))  # 0010_job_priority: its hand_off
+        conn.execute(sql.SQL("DELETE FROM {}.migrations WHERE version >= %s").format(schema), [mine])
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {}.jobs (id, queue, type, status, payload, run_at, created_at, "
+                "max_retries, max_recoveries) VALUES (%s, 'default', 'charge:card', 'pending', "
+                "'{{}}', now(), now(), 3, 5)"
+            ).format(schema),
+            [OLD_JOB],
+        )
+    assert migrate(migrated_dsn) == list(range(mine, latest_version() + 1))
+    router = Router()
+
+    @router.task("charge:card", max_retries=1, retry=lambda attempt, error, job: 0.0)
+    async def charge(job: Job) -> None:
+        raise RuntimeError("declined")
+
+    async with PostgresBroker.from_url(migrated_dsn) as broker:
+        old = await broker.get_job(OLD_JOB)
+        assert (old.max_retries, old.unset) == (3, frozenset())
+        [new] = await broker.enqueue([Task("charge:card").to_spec()])
+        ran = await run_broker_until_empty(broker, router)
+    runs = Counter(report.job.id for report in ran)
+    assert runs == {OLD_JOB: 4, new.id: 2}
+
+
+OLD_JOB = "01a21846-6f63-71c7-8a07-71f988ac9100"

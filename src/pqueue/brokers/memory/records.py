@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pqueue.clock import to_datetime
-from pqueue.job import ErrorInfo, Job, JobSpec, JobStatus
+from pqueue.job import NONE_UNSET, ErrorInfo, Job, JobSpec, JobStatus
 from pqueue.limits import Limit
 
 
@@ -47,6 +47,7 @@ class Record:
     limit: Limit | None = None
     unique_until_done: bool = False  # free the unique key at completion (ADR 0152)
     priority: int = 0
+    unset: frozenset[str] = NONE_UNSET  # run-time options left to the handler (ADR 0157)
 
     @classmethod
     def from_spec(cls, spec: JobSpec, *, now: float, order: int) -> Record:
@@ -71,6 +72,7 @@ class Record:
             limit=spec.limit,
             unique_until_done=spec.unique_until == "done",
             priority=spec.priority,
+            unset=spec.unset,
         )
 
     def to_job(self) -> Job:
@@ -99,6 +101,7 @@ class Record:
             parent_results=_results(self.depends_on, self.parent_results),
             limit_key=None if self.limit is None else self.limit.key,
             priority=self.priority,
+            unset=self.unset,
         )
 
 

@@ -66,10 +66,12 @@ FLUSH_TIMEOUT = 2.0
 
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """Claimed rows in queue order (pos), then by (-priority, run_at, seq) as within a queue."""
-    return (row[0], -row[-1], row[_RUN_AT], row[1])
+    return (row[0], -row[_PRIORITY], row[_RUN_AT], row[1])
 
 
 _RUN_AT = 4 + JOB_COLUMNS.index("run_at")
+_PRIORITY = 4 + len(JOB_COLUMNS) + 1
+"""Where a claimed row (pos, seq, token, deadline, then {job_columns}) has the priority."""
 
 
 def _id_taken(exc: BrokerError) -> bool:

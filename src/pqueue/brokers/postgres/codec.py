@@ -18,7 +18,18 @@ from pqueue.broker import WorkerInfo
 from pqueue.brokers.job_columns import JOB_COLUMNS
 from pqueue.errors import CorruptJob
 from pqueue.ids import is_job_id
-from pqueue.job import NO_META, EnqueueResult, ErrorInfo, Job, JobSpec, JobStatus, Lease
+from pqueue.job import (
+    NO_META,
+    NONE_UNSET,
+    EnqueueResult,
+    ErrorInfo,
+    Job,
+    JobSpec,
+    JobStatus,
+    Lease,
+    unset_from_text,
+    unset_to_text,
+)
 
 Row = Mapping[str, Any]
 
@@ -71,9 +82,12 @@ def row_to_job(row: Sequence[Any]) -> Job:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
          result, meta, depends_on, parent_results) = row[:_JOB_WIDTH]  # fmt: skip
-        # queries' {job_columns} end with limit_key and priority; a hand-off row carries neither
-        limit_key = row[_JOB_WIDTH] if len(row) > _JOB_WIDTH else None
-        priority = row[_JOB_WIDTH + 1] if len(row) > _JOB_WIDTH + 1 else 0
+        # queries' {job_columns} end with limit_key, priority and unset; a hand-off row
+        # carries only unset (handoff.parse_handoff puts None and 0 before it)
+        width = len(row)
+        limit_key = row[_JOB_WIDTH] if width > _JOB_WIDTH else None
+        priority = row[_JOB_WIDTH + 1] if width > _JOB_WIDTH + 1 else 0
+        unset = unset_from_text(row[_JOB_WIDTH + 2]) if width > _JOB_WIDTH + 2 else NONE_UNSET
         if payload is TOO_DEEP or result is TOO_DEEP:
             raise ValueError("its payload or result is JSON nested too deeply to decode")
         return Job(
@@ -99,6 +113,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
             *_flow(depends_on or (), parent_results),
             limit_key,
             priority,
+            unset,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptJob(f"job {row[0] if row else None} in Postgres cannot be decoded: {exc}") from exc
@@ -141,6 +156,7 @@ def column_arrays(specs: Sequence[JobSpec], ids: list[str]) -> dict[str, list[An
         "idempotency_key": [s.idempotency_key for s in specs],
         "meta": [_meta_json(s) for s in specs],
         "priority": [s.priority for s in specs],
+        "unset": [unset_to_text(s.unset) for s in specs],
     }
 
 
@@ -244,6 +260,7 @@ def _same_options(spec: JobSpec, first: JobSpec) -> bool:
         and spec.timeout == first.timeout
         and spec.idempotency_key == first.idempotency_key
         and (spec.meta is first.meta or spec.meta == first.meta)
+        and spec.unset == first.unset
     )
 
 
@@ -260,6 +277,7 @@ def _options(spec: JobSpec) -> dict[str, Any]:
         "idempotency_key": spec.idempotency_key,
         "meta": _meta_json(spec),
         "priority": spec.priority,
+        "unset": unset_to_text(spec.unset),
     }
 
 
@@ -316,6 +334,7 @@ class EnqueueBatch:
         c["meta"].append(_meta_json(spec))
         c["unique_until_done"].append(spec.unique_until == "done")
         c["priority"].append(spec.priority)
+        c["unset"].append(unset_to_text(spec.unset))
         limit = spec.limit
         c["limit_key"].append(None if limit is None else limit.key)
         c["limit_rate"].append(None if limit is None else limit.rate)
@@ -349,5 +368,6 @@ _COLUMNS = (
     "meta",
     "unique_until_done",
     "priority",
+    "unset",
 )
 _LIMIT_COLUMNS = ("limit_key", "limit_rate", "limit_burst", "limit_concurrency")

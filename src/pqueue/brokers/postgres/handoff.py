@@ -2,8 +2,9 @@
 
 The ``hand_off`` function (migration 0002, called by ``enqueue_one``) sends it on the
 broker's own channel as
-``{"w": worker id, "t": lease token, "e": lease deadline (epoch s), "j": [job row]}``,
-the row in ``JOB_COLUMNS`` order with times as epoch seconds. The listener parses it
+``{"w": worker id, "t": lease token, "e": lease deadline (epoch s), "j": [job row],
+"u": the options left to the handler}``, the row in ``JOB_COLUMNS`` order with times as
+epoch seconds ("u" since migration 0012; ADR 0157). The listener parses it
 into a :class:`HeldLease` for the broker's :class:`~pqueue.brokers.handoff.HandoffHold`;
 the row is decoded (and a corrupt one dead-lettered) when the claimer takes it, as a
 claimed row is.
@@ -72,6 +73,11 @@ def parse_handoff(payload: str, received: float) -> tuple[str, HeldLease]:
         queue = row[JOB_COLUMNS.index("queue")]
         if not isinstance(queue, str):
             raise TypeError("queue is not text")
+        unset = message.get("u")
+        if unset is not None:  # after the row, as a claim returns it (no limit, priority 0)
+            if not isinstance(unset, str):
+                raise TypeError("unset is not text")
+            row += [None, 0, unset]
         expires_at = datetime.fromtimestamp(deadline, UTC)
     except (ValueError, TypeError, KeyError, OverflowError, OSError, RecursionError) as exc:
         raise ValueError(f"unreadable hand-off message ({type(exc).__name__}: {exc})") from exc

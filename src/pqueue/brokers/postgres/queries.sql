@@ -48,11 +48,12 @@ WITH input AS (
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(unique_key)b::text[],
         %(unique_for)b::float8[], %(idempotency_key)b::text[], %(meta)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[], %(priority)b::int[]
+        %(limit_concurrency)b::int[], %(unique_until_done)b::bool[], %(priority)b::int[],
+        %(unset)b::text[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries,
                            max_recoveries, timeout, unique_key, unique_for, idempotency_key,
                            meta, limit_key, limit_rate, limit_burst, limit_concurrency,
-                           unique_until_done, priority, ord)
+                           unique_until_done, priority, unset, ord)
 ),
 keys AS (
     -- until_done (migration 0009, ADR 0152): the ack frees the key of a completed job.
@@ -70,13 +71,13 @@ created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
         timeout, unique_key, idempotency_key, meta, limit_key, limit_rate, limit_burst,
-        limit_concurrency, priority
+        limit_concurrency, priority, unset
     )
     SELECT i.id, i.queue, i.type,
            CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
            i.unique_key, i.idempotency_key, i.meta::json, i.limit_key, i.limit_rate,
-           i.limit_burst, i.limit_concurrency, i.priority
+           i.limit_burst, i.limit_concurrency, i.priority, i.unset
     FROM input AS i LEFT JOIN keys ON keys.queue = i.queue AND keys.key = i.unique_key
     WHERE i.unique_key IS NULL OR keys.job_id = i.id
     ORDER BY i.ord  -- seq (enqueue order) follows the batch order
@@ -115,11 +116,11 @@ ORDER BY i.ord;
 WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, priority
+        timeout, idempotency_key, meta, priority, unset
     )
     SELECT i.id, i.queue, i.type, CASE WHEN i.due_at > {now} THEN 'scheduled' ELSE 'pending' END,
            i.payload::json, i.due_at, {now}, i.max_retries, i.max_recoveries, i.timeout,
-           i.idempotency_key, i.meta::json, i.priority
+           i.idempotency_key, i.meta::json, i.priority, i.unset
     FROM (
         SELECT u.*,
                coalesce(to_timestamp(u.at_epoch), {now} + make_interval(secs => coalesce(u.delay, 0)))
@@ -128,9 +129,10 @@ WITH created AS (
             %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
             %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
             %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
-            %(meta)b::text[], %(priority)b::int[]
+            %(meta)b::text[], %(priority)b::int[], %(unset)b::text[]
         ) WITH ORDINALITY AS u(id, queue, type, payload, at_epoch, delay, max_retries,
-                               max_recoveries, timeout, idempotency_key, meta, priority, ord)
+                               max_recoveries, timeout, idempotency_key, meta, priority, unset,
+                               ord)
         ORDER BY u.ord  -- seq (enqueue order) follows the batch order
     ) AS i
     ON CONFLICT (id) DO NOTHING
@@ -165,12 +167,13 @@ WITH due AS (
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, priority
+        timeout, idempotency_key, meta, priority, unset
     )
     SELECT u.id, %(queue)s::text, %(type)s::text,
            CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            u.payload::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint,
+           %(unset)s::text
     FROM due
     CROSS JOIN unnest(%(id)b::uuid[], %(payload)b::text[]) WITH ORDINALITY AS u(id, payload, ord)
     ORDER BY u.ord  -- seq (enqueue order) follows the batch order
@@ -206,12 +209,13 @@ WITH due AS (
 created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
-        timeout, idempotency_key, meta, priority
+        timeout, idempotency_key, meta, priority, unset
     )
     SELECT %(id)s::uuid, %(queue)s::text, %(type)s::text,
            CASE WHEN due.at > {now} THEN 'scheduled' ELSE 'pending' END,
            %(payload)s::json, due.at, {now}, %(max_retries)s::int, %(max_recoveries)s::int,
-           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint
+           %(timeout)s::float8, %(idempotency_key)s::text, %(meta)s::json, %(priority)s::smallint,
+           %(unset)s::text
     FROM due
     ON CONFLICT (id) DO NOTHING
     RETURNING j.id, j.queue, j.run_at
@@ -1132,24 +1136,25 @@ WITH created AS (
     INSERT INTO {schema}.jobs AS j (
         id, queue, type, status, payload, run_at, created_at, max_retries, max_recoveries,
         timeout, idempotency_key, meta, depends_on, on_parent_failure, parents_left,
-        limit_key, limit_rate, limit_burst, limit_concurrency, priority
+        limit_key, limit_rate, limit_burst, limit_concurrency, priority, unset
     )
     SELECT i.id, i.queue, i.type, 'waiting', i.payload::json,
            coalesce(to_timestamp(i.at_epoch), {now} + make_interval(secs => coalesce(i.delay, 0))),
            {now}, i.max_retries, i.max_recoveries, i.timeout, i.idempotency_key, i.meta::json,
            string_to_array(i.parents, ',')::uuid[], i.on_parent_failure,
            cardinality(string_to_array(i.parents, ',')),
-           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency, i.priority
+           i.limit_key, i.limit_rate, i.limit_burst, i.limit_concurrency, i.priority, i.unset
     FROM unnest(
         %(id)b::uuid[], %(queue)b::text[], %(type)b::text[], %(payload)b::text[],
         %(at_epoch)b::float8[], %(delay)b::float8[], %(max_retries)b::int[],
         %(max_recoveries)b::int[], %(timeout)b::float8[], %(idempotency_key)b::text[],
         %(meta)b::text[], %(parents)b::text[], %(on_parent_failure)b::text[],
         %(limit_key)b::text[], %(limit_rate)b::float8[], %(limit_burst)b::float8[],
-        %(limit_concurrency)b::int[], %(priority)b::int[]
+        %(limit_concurrency)b::int[], %(priority)b::int[], %(unset)b::text[]
     ) WITH ORDINALITY AS i(id, queue, type, payload, at_epoch, delay, max_retries, max_recoveries,
                            timeout, idempotency_key, meta, parents, on_parent_failure,
-                           limit_key, limit_rate, limit_burst, limit_concurrency, priority, ord)
+                           limit_key, limit_rate, limit_burst, limit_concurrency, priority, unset,
+                           ord)
     ORDER BY i.ord
     ON CONFLICT (id) DO NOTHING
     RETURNING j.id, j.queue, j.limit_key

@@ -86,6 +86,8 @@ def _jobs(md: MetaData, schema: str) -> Table:
         Column("limit_concurrency", Integer),
         # migration 0010: the job's priority within its queue (ADR 0145)
         Column("priority", SmallInteger, nullable=False, server_default=text("0")),
+        # migration 0012: the run-time options left to the job's handler (ADR 0157)
+        Column("unset", Text),
         PrimaryKeyConstraint("id", name="jobs_pkey"),
         CheckConstraint(f"status IN ({statuses})", name="jobs_status_check"),
         CheckConstraint("status <> 'active' OR lease_token IS NOT NULL", name="jobs_lease_check"),

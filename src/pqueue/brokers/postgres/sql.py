@@ -27,10 +27,13 @@ SCHEMA_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}\Z")
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
 NOW_EXPRESSION = "coalesce(%(now)s::timestamptz, statement_timestamp())"
-JOB_COLUMNS_EXPRESSION = ", ".join(f"t.{column}" for column in (*JOB_COLUMNS, "limit_key", "priority"))
-"""The job columns and, last, the job's limit group (migration 0006) and priority (migration
-0010): not in the hand-off's {job_json}, which migration 0002 fixed, and never needed there:
-limited and prioritized jobs are not handed off."""
+JOB_COLUMNS_EXPRESSION = ", ".join(
+    f"t.{column}" for column in (*JOB_COLUMNS, "limit_key", "priority", "unset")
+)
+"""The job columns and, last, the job's limit group (migration 0006), priority (migration
+0010) and the options left to its handler (migration 0012). The first two are not in the
+hand-off's {job_json}, which migration 0002 fixed, and never needed there: limited and
+prioritized jobs are not handed off; ``unset`` goes beside it (migration 0012's hand_off)."""
 LEASE_EXPRESSION = (
     "status = 'active', attempt = t.attempt + 1, started_at = {now}, "
     "lease_token = nextval('{schema}.lease_token'), "

@@ -13,7 +13,16 @@ from typing import Any
 
 from pqueue.broker import WorkerInfo
 from pqueue.errors import CorruptJob
-from pqueue.job import ErrorInfo, Job, JobSpec, JobStatus, Lease, errors_from_json
+from pqueue.job import (
+    ErrorInfo,
+    Job,
+    JobSpec,
+    JobStatus,
+    Lease,
+    errors_from_json,
+    unset_from_text,
+    unset_to_text,
+)
 
 _compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -85,6 +94,7 @@ def decode_job(job_id: str, queue: str, h: Mapping[str, str]) -> Job:
             **(_flow(h) if "depends_on" in h else {}),
             limit_key=get("limit_key"),
             priority=int(get("priority") or 0),
+            unset=unset_from_text(get("unset")),  # absent in a hash an older pqueue stored
         )
     except (KeyError, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise CorruptJob(f"job {job_id} in queue {queue!r} is malformed in Redis: {exc!r}") from exc
@@ -125,6 +135,8 @@ def waiting_header(specs: Sequence[JobSpec]) -> str:
             job["limit"] = s.limit.to_text()
         if s.priority:
             job["priority"] = s.priority
+        if s.unset:
+            job["unset"] = unset_to_text(s.unset)
         jobs.append(job)
     return _compact(jobs)
 
@@ -191,6 +203,8 @@ def enqueue_header(specs: Sequence[JobSpec]) -> str:
         "max_retries": _shared([s.max_retries for s in specs]),
         "max_recoveries": _shared([s.max_recoveries for s in specs]),
     }
+    if any(s.unset for s in specs):  # options left to the handler (ADR 0157): one value, usually
+        header["unset"] = _shared([unset_to_text(s.unset) for s in specs])
     optioned = [s for s in specs if _sets_options(s)]
     if optioned:
         for name, value_of in _OPTIONAL_COLUMNS:

@@ -1,7 +1,7 @@
 """Rows of the SQLite jobs and workers tables to pqueue objects.
 
-Job rows come as tuples in :data:`JOB_COLUMNS` order, then ``limit_key`` and ``priority``; times are REAL
-epoch seconds and JSON columns TEXT. A row that cannot be decoded raises
+Job rows come as tuples in :data:`JOB_COLUMNS` order, then ``limit_key``, ``priority`` and
+``unset``; times are REAL epoch seconds and JSON columns TEXT. A row that cannot be decoded raises
 :class:`~pqueue.errors.CorruptJob` naming the job.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from pqueue.broker import WorkerInfo
 from pqueue.clock import to_datetime
 from pqueue.errors import CorruptJob
-from pqueue.job import NO_META, Job, JobStatus, errors_from_json
+from pqueue.job import NO_META, Job, JobStatus, errors_from_json, unset_from_text
 
 _STATUSES = {status.value: status for status in JobStatus}
 
@@ -28,7 +28,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
     try:
         (job_id, job_type, queue, payload, status, attempt, max_retries, recoveries, max_recoveries,
          run_at, created_at, timeout, unique_key, idempotency_key, started_at, finished_at, errors,
-         result, meta, depends_on, parent_results, limit_key, priority) = row  # fmt: skip
+         result, meta, depends_on, parent_results, limit_key, priority, unset) = row  # fmt: skip
         parents = tuple(json.loads(depends_on)) if depends_on else ()
         results = _json(parent_results) or {}
         meta_map = json.loads(meta) if meta else {}
@@ -58,6 +58,7 @@ def row_to_job(row: Sequence[Any]) -> Job:
             parent_results={p: results[p] for p in parents if p in results},
             limit_key=limit_key,
             priority=priority,
+            unset=unset_from_text(unset),
         )
     except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise CorruptJob(f"job {row[0] if row else None} in SQLite cannot be decoded: {exc}") from exc

@@ -3,7 +3,8 @@
 -- A block starts with `-- name: <name>` and a comment saying what it does. Statements are
 -- small: an operation runs several of them inside one BEGIN IMMEDIATE transaction on a
 -- local file, where a statement costs microseconds, not a network round trip (ADR 0147).
---   {job_columns}  the columns a Job is decoded from (pqueue.brokers.job_columns), then limit_key, priority
+--   {job_columns}  the columns a Job is decoded from (pqueue.brokers.job_columns), then limit_key,
+--                  priority, unset
 -- Parameters are sqlite3 named placeholders (:name). :now is the broker's time in epoch
 -- seconds, read once per transaction. Id lists arrive as JSON arrays (:ids) read with
 -- json_each.
@@ -50,11 +51,12 @@ WHERE until_done = 1 AND EXISTS (
 INSERT INTO jobs (
     id, seq, priority, status, queue, type, payload, run_at, created_at, max_retries,
     max_recoveries, timeout, unique_key, idempotency_key, meta, depends_on, on_parent_failure,
-    parents_left, limit_key, limit_rate, limit_burst, limit_concurrency
+    parents_left, limit_key, limit_rate, limit_burst, limit_concurrency, unset
 ) VALUES (
     :id, :seq, :priority, :status, :queue, :type, :payload, :run_at, :now, :max_retries,
     :max_recoveries, :timeout, :unique_key, :idempotency_key, :meta, :depends_on,
-    :on_parent_failure, :parents_left, :limit_key, :limit_rate, :limit_burst, :limit_concurrency
+    :on_parent_failure, :parents_left, :limit_key, :limit_rate, :limit_burst, :limit_concurrency,
+    :unset
 );
 
 

@@ -17,7 +17,9 @@ from pqueue.brokers.named_sql import parse_named
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\Z")
 
-JOB_COLUMNS_EXPRESSION = ", ".join((*JOB_COLUMNS, "limit_key", "priority"))
+JOB_COLUMNS_EXPRESSION = ", ".join((*JOB_COLUMNS, "limit_key", "priority", "unset"))
+"""The job columns, then its limit group, priority and the options left to its handler
+(migration 0003)."""
 
 
 @dataclass(frozen=True, slots=True)

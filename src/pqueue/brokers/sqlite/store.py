@@ -23,7 +23,7 @@ from pqueue.brokers.sqlite import flows, limited
 from pqueue.brokers.sqlite.codec import row_to_job
 from pqueue.brokers.sqlite.sql import queries
 from pqueue.errors import CorruptJob
-from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease, append_error, errors_from_json
+from pqueue.job import EnqueueResult, ErrorInfo, JobSpec, Lease, append_error, errors_from_json, unset_to_text
 from pqueue.job import errors_to_json as _errors_json
 
 Q = queries()
@@ -68,6 +68,7 @@ def job_params(spec: JobSpec, now: float, seq: int, *, waiting: bool = False) ->
         "limit_rate": None if limit is None else limit.rate,
         "limit_burst": None if limit is None else limit.burst,
         "limit_concurrency": None if limit is None else limit.concurrency,
+        "unset": unset_to_text(spec.unset),
     }
 
 

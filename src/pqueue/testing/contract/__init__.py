@@ -14,6 +14,7 @@ from pqueue.testing.contract.bad_input import BadInputContract
 from pqueue.testing.contract.completion import CompletionContract
 from pqueue.testing.contract.concurrency import ConcurrencyContract
 from pqueue.testing.contract.control import CancelRunningContract, PauseContract
+from pqueue.testing.contract.declared_options import DeclaredOptionsContract
 from pqueue.testing.contract.enqueue import EnqueueContract
 from pqueue.testing.contract.flows import FlowContract
 from pqueue.testing.contract.idempotency import IdempotencyContract
@@ -50,6 +51,7 @@ ALL_CONTRACTS = (
     LimitsContract,
     CompletionContract,
     LimitedFlowContract,
+    DeclaredOptionsContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

@@ -33,6 +33,9 @@
 --          limit_key, limit ("rate burst       array with null for jobs that do not
 --          concurrency", '-' for none),        (a limited batch goes to its lane's keys)
 --          unique_done (1 or null), priority (null for 0; ADR 0145)
+--          unset                               absent when no job leaves an option to its
+--                                              handler, else as type (null for a job that
+--                                              leaves none; ADR 0157)
 -- ARGV[7]  hand-off channel prefix <p>:handoff:
 -- Returns: one entry per job: 1 when stored, else the id of the job that holds its id
 --          or unique key.
@@ -58,6 +61,7 @@ end
 local type_all, types = shared(h['type'])
 local retries_all, retries = shared(h['max_retries'])
 local recoveries_all, recoveries = shared(h['max_recoveries'])
+local unset_all, unsets = shared(h['unset'])
 local run_ats, delays = h['run_at'], h['delay']
 local priorities = h['priority']  -- absent unless a job of the batch has a priority (ADR 0145)
 local unique_keys, unique_fors = h['unique_key'], h['unique_for']
@@ -186,9 +190,17 @@ for i = 1, n do
       due[#due + 1] = id
     end
     -- now and seq go as text (see now_text)
-    redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
-      'run_at', run_at == now and now_text or run_at, 'created_at', now_text, 'seq', pq_int(seq),
-      'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i])
+    local unset = unset_all or (unsets ~= nil and unsets[i]) or NULL
+    if unset == NULL then
+      redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
+        'run_at', run_at == now and now_text or run_at, 'created_at', now_text, 'seq', pq_int(seq),
+        'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i])
+    else  -- the same, and the options left to the handler
+      redis.call('HSET', key, 'type', type_all or types[i], 'payload', payloads[i], 'status', status,
+        'run_at', run_at == now and now_text or run_at, 'created_at', now_text, 'seq', pq_int(seq),
+        'max_retries', retries_all or retries[i], 'max_recoveries', recoveries_all or recoveries[i],
+        'unset', unset)
+    end
     for _, column in ipairs(optional) do
       local value = column[2][i]
       if value ~= NULL then

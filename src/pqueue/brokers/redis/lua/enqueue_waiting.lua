@@ -13,8 +13,9 @@
 -- ARGV[4]  JSON array of jobs: {id, type, payload, max_retries, max_recoveries, run_at
 --          (ms) | delay (ms), timeout (text), idempotency_key, meta (JSON text),
 --          priority, depends_on (array of ids), on_parent_failure, limit_key, limit ("rate
---          burst concurrency", as enqueue.lua stores it)}; absent options are left out. A
---          limited job waits here like any other; settle.lua releases it into its lane.
+--          burst concurrency", as enqueue.lua stores it), unset (ADR 0157)}; absent options
+--          are left out. A limited job waits here like any other; settle.lua releases it
+--          into its lane.
 -- Returns: one entry per job: 1 stored, 0 its id exists
 -- Errors:  none of its own.
 
@@ -37,7 +38,7 @@ for i, job in ipairs(jobs) do
       'run_at', pq_int(run_at), 'created_at', pq_int(now), 'seq', pq_int(seq),
       'max_retries', job['max_retries'], 'max_recoveries', job['max_recoveries'],
       'depends_on', cjson.encode(job['depends_on']), 'on_parent_failure', job['on_parent_failure'])
-    for _, name in ipairs({'timeout', 'idempotency_key', 'meta', 'limit_key', 'limit', 'priority'}) do
+    for _, name in ipairs({'timeout', 'idempotency_key', 'meta', 'limit_key', 'limit', 'priority', 'unset'}) do
       if job[name] ~= nil then
         redis.call('HSET', key, name, job[name])
       end
