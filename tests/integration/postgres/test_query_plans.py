@@ -131,6 +131,7 @@ _JOB_ARRAYS = _batch(
     idempotency_key=None,
     meta="{}",
     priority=5,
+    unset=None,
 )
 _LIMITS = _batch(100, limit_key=None, limit_rate=None, limit_burst=None, limit_concurrency=None)
 _ONE_JOB = {
@@ -146,6 +147,7 @@ _ONE_JOB = {
     "idempotency_key": None,
     "meta": "{}",
     "priority": 5,
+    "unset": None,
 }
 _ERROR = {"kind": "RuntimeError", "message": "boom", "traceback": "Traceback ...", "keep": 10}
 _LEASES = {"id": IDS[:10], "token": list(range(10))}
