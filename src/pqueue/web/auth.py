@@ -39,12 +39,9 @@ class Tokens:
 
     def role(self, authorization: bytes | None) -> Role | None:
         """The role of ``Authorization: Bearer <token>``; None when missing or wrong."""
-        if not authorization:
+        candidate = bearer_digest(authorization)
+        if candidate is None:
             return None
-        scheme, _, given = authorization.partition(b" ")
-        if scheme.lower() != b"bearer":
-            return None
-        candidate = hashlib.sha256(given.strip()).digest()
         found: Role | None = None
         for role, digest in self._digests:  # no early exit: every token is compared
             if hmac.compare_digest(candidate, digest) and found is None:
@@ -63,6 +60,16 @@ def refusal(authorization: bytes | None) -> str:
     if not given.strip():
         return "an empty bearer token"
     return "a wrong bearer token"
+
+
+def bearer_digest(authorization: bytes | None) -> bytes | None:
+    """The SHA-256 of the token in ``Authorization: Bearer <token>``; None without one."""
+    if not authorization:
+        return None
+    scheme, _, given = authorization.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return None
+    return hashlib.sha256(given.strip()).digest()
 
 
 def _digest(token: str) -> bytes:
@@ -116,14 +123,8 @@ class SignIns:
 
     def role(self, authorization: bytes | None) -> Role | None:
         """The role of ``Authorization: Bearer <session token>``; None when it is no live session."""
-        if not authorization:
-            return None
-        scheme, _, given = authorization.partition(b" ")
-        if scheme.lower() != b"bearer":
-            return None
-        key = hashlib.sha256(given.strip()).digest()
-        grant = self._sessions.get(key)
-        if grant is None:
+        key = bearer_digest(authorization)
+        if key is None or (grant := self._sessions.get(key)) is None:
             return None
         if grant.until <= self._now():
             del self._sessions[key]
