@@ -10,13 +10,11 @@ session's cluster that the other tests share.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pqueue.testing.faults import restarts as restart_scenario
-from tests.conftest import missing
 from tests.private_cluster import FailoverOf, PrivateRedisCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis_cluster]
@@ -29,19 +27,6 @@ _EXPECTED = (
     "whose worker stopped beating",
     "lease lost for",
 )
-
-
-@pytest.fixture
-def private_cluster() -> Iterator[PrivateRedisCluster]:
-    problem = PrivateRedisCluster.missing()
-    if problem is not None:
-        missing("redis_cluster", f"{problem}: cluster failover tests cannot run")
-    cluster = PrivateRedisCluster()
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def check_logs(outcome: restart_scenario.Outcome, plan: restart_scenario.Plan, *, outages: int = 0) -> None:

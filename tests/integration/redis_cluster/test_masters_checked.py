@@ -9,30 +9,15 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from redis import Redis
 
 import pqueue
 from pqueue.errors import ConfigError, NotReplicated, ServerConfigError
-from tests.conftest import missing
 from tests.private_cluster import PrivateRedisCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis_cluster]
-
-
-@pytest.fixture
-def private_cluster() -> Iterator[PrivateRedisCluster]:
-    problem = PrivateRedisCluster.missing()
-    if problem is not None:
-        missing("redis_cluster", f"{problem}: private cluster tests cannot run")
-    cluster = PrivateRedisCluster()
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def _node(port: int) -> Redis:
