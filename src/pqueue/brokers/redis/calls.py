@@ -217,12 +217,24 @@ def watch(k: QueueKeys, now: str, job_id: str) -> ScriptCall:
 
 
 def requeue_dead(
-    k: QueueKeys, now: str, job_ids: Sequence[str] | None, limit: int, channel: str
+    k: QueueKeys,
+    now: str,
+    job_ids: Sequence[str] | None,
+    limit: int,
+    channel: str,
+    *,
+    lane: bool = False,
+    skip: int = 0,
 ) -> ScriptCall:
+    """Dead jobs back to ``k``'s pending line: a limit lane's (``lane``), or the queue's own,
+    which a limited job never joins (it would run outside its limits: it is skipped, and
+    ``skip`` passes over those an earlier call skipped). Replies [moved, skipped]."""
     ids = list(job_ids or ())
     keys = [k.pending, k.scheduled, k.retry, k.dead, k.seq] + [k.job(i) for i in ids]
     mode = "all" if job_ids is None else "ids"
-    return ScriptCall("requeue_dead", keys, [now, k.job_prefix, mode, limit, channel, k.queue, *ids])
+    where = "lane" if lane else "plain"
+    args: list[str | int] = [now, k.job_prefix, mode, limit, channel, k.queue, where, skip, *ids]
+    return ScriptCall("requeue_dead", keys, args)
 
 
 def purge_dead(

@@ -300,14 +300,18 @@ class RedisInspector(RedisSettler, RedisLimits):
             moved = await self.run_many(
                 [calls.requeue_dead(self.queue(q), self.now_arg(), ids, len(ids), channel) for q in queues]
             )
-            return limited + sum(int(n) for n in moved)
+            return limited + sum(int(reply[0]) for reply in moved)
         total = limited
         for q in queues:
+            skip = 0  # limited jobs that died after the lane pass stay dead, at the front
             while True:
-                call = calls.requeue_dead(self.queue(q), self.now_arg(), None, ADMIN_BATCH, channel)
-                n = int(await self.run(call))
-                total += n
-                if n < ADMIN_BATCH:
+                call = calls.requeue_dead(
+                    self.queue(q), self.now_arg(), None, ADMIN_BATCH, channel, skip=skip
+                )
+                moved_now, skipped = (int(n) for n in await self.run(call))
+                total += moved_now
+                skip += skipped
+                if moved_now + skipped < ADMIN_BATCH:
                     break
         return total
 

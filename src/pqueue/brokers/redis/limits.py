@@ -101,12 +101,13 @@ class RedisLimits(RedisCore):
                     lane_ids[start : start + ADMIN_BATCH],
                     ADMIN_BATCH,
                     channel,
+                    lane=True,
                 )
                 for key, lane_ids in by_lane.items()
                 if lane_ids[start : start + ADMIN_BATCH]
             ]
         moved = await self.run_many(commands)
-        return sum(int(n) for n in moved[len(by_lane) :])
+        return sum(int(reply[0]) for reply in moved[len(by_lane) :])
 
     async def _waiting_limits(self, lanes: list[Lane]) -> list[str | None]:
         """Per lane, the limit its first waiting job carries (None when none waits)."""

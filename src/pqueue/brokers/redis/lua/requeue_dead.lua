@@ -16,28 +16,38 @@
 -- ARGV[4]  limit (mode 'all')
 -- ARGV[5]  wake-up channel
 -- ARGV[6]  queue name
--- ARGV[7..] job ids (mode 'ids')
--- Returns: how many jobs moved
+-- ARGV[7]  'lane': KEYS are a limit lane's, its jobs move; 'plain': the queue's own list,
+--          where a limited job must never go (it would run outside its limits): skipped,
+--          for the lane pass (a job that died after that pass stays dead until the next)
+-- ARGV[8]  mode 'all': how many dead jobs at the front of the set to pass over (the limited
+--          ones earlier calls skipped); '0' in mode 'ids'
+-- ARGV[9..] job ids (mode 'ids')
+-- Returns: {how many jobs moved, how many limited ones were skipped}
 -- Errors:  none of its own.
 
 local pending, dead = KEYS[1], KEYS[4]
+local plain = ARGV[7] == 'plain'
 local now = pq_now(ARGV[1])
 local job_prefix = ARGV[2]
 local ids = {}
 if ARGV[3] == 'all' then
-  ids = redis.call('ZRANGE', dead, 0, tonumber(ARGV[4]) - 1)
+  local skip = tonumber(ARGV[8])
+  ids = redis.call('ZRANGE', dead, skip, skip + tonumber(ARGV[4]) - 1)
 else
-  for i = 7, #ARGV do
+  for i = 9, #ARGV do
     ids[#ids + 1] = ARGV[i]
   end
 end
 
 local was_empty = pq_line_len(pending) == 0
 pq_promote(pending, KEYS[2], KEYS[3], KEYS[5], job_prefix, now, 1000)
-local moved, requeued = {}, 0  -- moved: to the list; requeued: to prio (ADR 0145)
+local moved, requeued, skipped = {}, 0, 0  -- moved: to the list; requeued: to prio (ADR 0145)
 for _, id in ipairs(ids) do
   local key = job_prefix .. id
-  if redis.call('ZSCORE', dead, id) and redis.call('HGET', key, 'status') == 'dead' then
+  local fields = redis.call('HMGET', key, 'status', 'limit_key')
+  if plain and fields[2] then
+    skipped = skipped + 1
+  elseif redis.call('ZSCORE', dead, id) and fields[1] == 'dead' then
     redis.call('ZREM', dead, id)
     redis.call('HDEL', key, 'finished_at')
     local seq = redis.call('INCR', KEYS[5])
@@ -58,4 +68,4 @@ end
 if #moved + requeued > 0 and was_empty then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
-return #moved + requeued
+return {#moved + requeued, skipped}
