@@ -141,6 +141,10 @@ def test_observed_statuses_follow_the_state_machine() -> None:
     assert rules(check(dead, {"b": job("b")})) == ["state"]
     requeued = [*dead, Event(2.0, "requeue", DRIVER, None, {"queue": "chaos", "t0": 2.0, "n": 1})]
     assert rules(check(requeued, {"b": job("b")})) == []
+    slow = [*dead, Event(3.5, "requeue", DRIVER, None, {"queue": "chaos", "t0": 0.5, "n": 1})]
+    assert rules(check(slow, {"b": job("b")})) == []  # called before the first look, answered after
+    earlier = [*dead, Event(0.9, "requeue", DRIVER, None, {"queue": "chaos", "t0": 0.5, "n": 1})]
+    assert rules(check(earlier, {"b": job("b")})) == ["state"]  # over before the job was seen dead
 
 
 def test_outcomes_follow_behaviours_and_cancels() -> None:

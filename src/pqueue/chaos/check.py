@@ -319,10 +319,10 @@ class Checker:
                     yield job_id, start.t, end
 
     def _states(self) -> None:
-        requeues: dict[str, list[float]] = defaultdict(list)
+        requeues: dict[str, list[tuple[float, float]]] = defaultdict(list)  # (called, answered)
         for e in self.events:
             if e.kind == "requeue":
-                requeues[str(e.get("queue"))].append(float(e.get("t0", e.t)))
+                requeues[str(e.get("queue"))].append((float(e.get("t0", e.t)), e.t))
         looks: dict[str, list[tuple[float, str]]] = defaultdict(list)
         for e in self.events:
             if e.kind == "observe" and e.job is not None:
@@ -334,7 +334,9 @@ class Checker:
             queue = str(self.specs.get(job_id, {}).get("queue"))
             for (t0, a), (t1, b) in itertools.pairwise(seen):
                 if a == b or b in REACH.get(a, set()):
-                    if a == "dead" and b != "dead" and not any(t0 - 1 <= r <= t1 for r in requeues[queue]):
+                    # a requeue may have moved it between the looks if the call overlapped them
+                    requeued = any(called <= t1 and answered >= t0 for called, answered in requeues[queue])
+                    if a == "dead" and b != "dead" and not requeued:
                         self.verdict.add("state", f"job {job_id} left dead for {b} with no requeue", job_id)
                         break
                     continue

@@ -23,13 +23,14 @@ import shutil
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Any, TypeVar
 
 from pqueue.broker import Capability
 from pqueue.chaos.app import EFFECTS, EFFECTS_ENV, QUEUES, SETUP, SETUP_QUEUE
@@ -40,7 +41,7 @@ from pqueue.chaos.plan import Plan, client_schedule, fault_schedule
 from pqueue.chaos.pool import InProcessPool, Pool, ProcessPool
 from pqueue.chaos.workload import Admin, Clients, Observer, Producer
 from pqueue.client import AsyncClient
-from pqueue.errors import JobNotFound, PQueueError
+from pqueue.errors import BrokerUnavailable, JobNotFound
 from pqueue.job import Job, JobStatus
 
 log = logging.getLogger("pqueue.chaos")
@@ -281,21 +282,37 @@ def _known_ids(events: list[Event]) -> set[str]:
     return {e.job for e in events if e.job and e.kind in ("enqueue", "enqueue_error", "refused")}
 
 
-async def _read(client: AsyncClient, job_id: str) -> Job | None:
-    for _ in range(50):
+PATIENCE = 60.0
+"""Seconds a read of the quiet phase is tried again while the broker is unavailable (a
+cluster settling after its last failover, a server just restarted)."""
+
+T = TypeVar("T")
+
+
+async def _patient(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, tried again while the broker is unavailable, for up to :data:`PATIENCE`."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
         try:
-            return await client.get_job(job_id)
-        except JobNotFound:
-            return None
-        except PQueueError:
+            return await call()
+        except BrokerUnavailable:
+            if time.monotonic() > deadline:
+                raise
             await asyncio.sleep(0.2)
-    return await client.get_job(job_id)
+
+
+async def _read(client: AsyncClient, job_id: str) -> Job | None:
+    try:
+        return await _patient(lambda: client.get_job(job_id))
+    except JobNotFound:
+        return None
 
 
 async def _bookkeeping(client: AsyncClient, job_type: str, timeout: float) -> Any:
     """Run one of the run's own jobs (the effects table's creation or count) to its result."""
-    job = await client.enqueue(job_type, queue=SETUP_QUEUE)
-    return await client.result(job.id, timeout=timeout)
+    job_id = str(uuid.uuid4())  # sent again after a lost reply, it stores nothing twice
+    job = await _patient(lambda: client.enqueue(job_type, queue=SETUP_QUEUE, job_id=job_id))
+    return await _patient(lambda: client.result(job.id, timeout=timeout))
 
 
 async def _effects(client: AsyncClient, timeout: float) -> dict[str, int]:
@@ -308,7 +325,7 @@ async def _compare_stats(client: AsyncClient, finals: Mapping[str, Job | None]) 
     truth: Counter[tuple[str, JobStatus]] = Counter(
         (job.queue, job.status) for job in finals.values() if job is not None
     )
-    stats = await client.stats()
+    stats = await _patient(client.stats)
     problems = []
     for queue in QUEUES:
         for status in JobStatus:
