@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import secrets
 import shutil
 import sqlite3
+import sys
 import tempfile
 import time
 import uuid
@@ -44,7 +44,6 @@ from pqueue.client import AsyncClient
 from pqueue.errors import BrokerUnavailable, JobNotFound
 from pqueue.job import Job, JobStatus
 
-log = logging.getLogger("pqueue.chaos")
 EFFECTS_TABLE = "pqueue_chaos_effects"
 
 
@@ -75,7 +74,7 @@ class Outcome:
     verdict: Verdict
     faults: Counter[str] = field(default_factory=Counter)
     recover: dict[str, list[float]] = field(default_factory=dict)
-    """Fault kind -> seconds from each fault's end to the next completed job."""
+    """Fault kind -> seconds each fault took to recover from (see :func:`_fault_figures`)."""
     elapsed: float = 0.0
     jobs: int = 0
     history: Path | None = None
@@ -108,6 +107,12 @@ async def run(
             await _Run(
                 settings, scheme, space.dsn, work_dsn, proxy, private, history, folder, outcome
             ).drive()
+    except BaseException:
+        print(
+            f"chaos: stopped before its check; history kept in {folder}, namespace kept: {name}",
+            file=sys.stderr,
+        )
+        raise
     finally:
         history.close()
     outcome.elapsed = time.monotonic() - started
