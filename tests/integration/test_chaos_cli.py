@@ -25,7 +25,7 @@ def last_line(out: str) -> re.Match[str]:
 
 
 def test_a_clean_run_exits_0_with_the_documented_last_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["chaos", "--dsn", "memory://", "--duration", "6", "--seed", "7", "--rate", "20"]) == 0
+    assert main(["chaos", "--dsn", "memory://", "--duration", "5", "--seed", "7", "--rate", "15"]) == 0
     out, err = capsys.readouterr()
     line = last_line(out)
     assert line["dsn"] == "memory" and line["seed"] == "7"
@@ -41,7 +41,7 @@ def test_a_broker_that_breaks_a_promise_is_caught_with_its_seed_and_history(
         return True
 
     monkeypatch.setattr(MemoryBroker, "cancel", says_yes_does_nothing)
-    assert main(["chaos", "--dsn", "memory://", "--duration", "8", "--seed", "3", "--rate", "30"]) == 1
+    assert main(["chaos", "--dsn", "memory://", "--duration", "5", "--seed", "3", "--rate", "30"]) == 1
     out, _ = capsys.readouterr()
     assert int(last_line(out)["violations"]) > 0
     assert "VIOLATION outcome: job" in out and "was cancelled (cancel said yes) but ended" in out

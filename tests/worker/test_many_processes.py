@@ -28,7 +28,7 @@ from tests.web.conftest import ADMIN, bearer
 from tests.worker.conftest import eventually
 from tests.worker.test_crash import ROOT, start_worker
 
-ROUNDS = 8
+ROUNDS = 3
 CLIENT = """
 import sys, pqueue
 with pqueue.Client(sys.argv[1]) as client:
@@ -102,8 +102,7 @@ async def test_short_lived_processes_beside_running_workers_lose_nothing(
             if backend_name == "sqlite":  # the others' last close must leave the workers' WAL
                 assert has_wal(path)
         with serving(backend_dsn, {"PQUEUE_API_TOKEN": ADMIN}) as base:
-            for _ in range(ROUNDS // 2):
-                expected += await short_lived_round(backend_dsn) + await served_round(base)
+            expected += await short_lived_round(backend_dsn) + await served_round(base)
         async with AsyncClient(backend_dsn) as client:
 
             async def all_done() -> bool:
