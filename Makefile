@@ -28,13 +28,13 @@ export PQUEUE_TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/test
 # deploy-check comes before pytest: it installs Prometheus (promtool) for the end-to-end
 # metrics test when it can; node, Node.js and npm for the RSMQ interop tests (tests/rsmq).
 # spark is last: it adds PySpark to the venv on its first run.
-TEST_STEPS := lint typecheck deploy-check node pytest chaos django django6 races browser spark
+TEST_STEPS := lint typecheck deploy-check node pytest django django6 soaks browser spark
 
 # `make test-fast`: the steps that need nothing but the venv (and Redis/Postgres when they
 # are installed): no system package, no browser, no Spark.
 FAST_STEPS := lint typecheck pytest
 
-.PHONY: demo test test-fast services fmt $(TEST_STEPS) clean
+.PHONY: demo test test-fast services fmt $(TEST_STEPS) chaos races clean
 
 demo: $(VENV)/.stamp-demo
 	$(BIN)/pqueue demo
@@ -78,6 +78,11 @@ deploy-check:
 # PQUEUE_CHAOS_DURATION=10m makes it a soak.
 chaos: $(VENV)/.stamp-dev services
 	@BIN=$(BIN) bash .ci/chaos
+
+# `make test` runs the two long real-time steps side by side: the periodic race mostly waits
+# for its minute ticks while chaos keeps the cores busy. Each step's output stays together.
+soaks: $(VENV)/.stamp-dev services
+	@$(MAKE) --no-print-directory -j2 --output-sync=target chaos races
 
 # Tests marked `races` (deselected from the pytest step): minutes of real worker processes
 # racing on every backend at once (periodic ticks, limits), proving the cross-process rules.
