@@ -126,7 +126,8 @@ class Injector:
         cluster.wait_ok()
 
     async def heal(self) -> None:
-        """Undo what a cancelled fault left behind: thaw workers, open the proxy, start the server."""
+        """Open the proxy again, whatever a fault cut short left it doing (a frozen worker is
+        thawed and a stopped server started by the fault's own ``finally``)."""
         if self.proxy is not None:
             self.proxy.unstall()
             self.proxy.set_latency(0.0)
